@@ -1,0 +1,29 @@
+// Builders for DLManagedTensor(Versioned) that describe a TensorView.  Each
+// struct and its shape/strides arrays are one allocation, freed by
+// free_managed_block() (the deleters call it after releasing their context).
+#pragma once
+
+#include <cstdint>
+
+#include "dlpackarray/dlpack_abi.hpp"
+#include "dlpackarray/tensor_view.hpp"
+
+namespace dla {
+
+using VersionedDeleter = void (*)(DLManagedTensorVersioned*);
+using LegacyDeleter = void (*)(DLManagedTensor*);
+
+// Fills a DLTensor from the view; shape/strides point at caller storage.
+void fill_dltensor(const TensorView& v, DLTensor* out, int64_t* shape, int64_t* strides);
+
+// Both throw MemoryError when allocation fails.
+DLManagedTensorVersioned* new_versioned(const TensorView& v, uint64_t flags, void* manager_ctx,
+                                        VersionedDeleter deleter);
+DLManagedTensor* new_legacy(const TensorView& v, void* manager_ctx, LegacyDeleter deleter);
+void free_managed_block(void* block) noexcept;
+
+// Reads a producer's DLTensor into a view; throws for ndim/dtype/shape
+// problems (BufferError for what DLPack can carry but we cannot use).
+void view_from_dltensor(const DLTensor& t, TensorView* out);
+
+}  // namespace dla

@@ -1,0 +1,41 @@
+// The one Python-facing part of the C++ core: capsule builders, deleters
+// that are safe on any thread and at shutdown, and the single place where C++
+// errors become Python exceptions.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+#include "dlpackarray/dlpack_abi.hpp"
+#include "dlpackarray/tensor_view.hpp"
+
+namespace dla::py {
+
+// Cython `except +raise_py_error` handler: maps the in-flight C++ exception
+// to BufferError/ValueError/TypeError/NotImplementedError/OverflowError/
+// MemoryError (dla::Error) or RuntimeError (anything else).
+void raise_py_error();
+
+// New "dltensor_versioned" / "dltensor" capsule describing `v`; the managed
+// tensor holds a strong reference to `owner` until its deleter runs.
+// Returns NULL with a Python exception set on failure.
+PyObject* new_versioned_capsule(const TensorView& v, uint64_t flags, PyObject* owner);
+PyObject* new_legacy_capsule(const TensorView& v, PyObject* owner);
+
+// Managed tensors whose manager_ctx is a strong reference to a Python
+// object (exposed for the C-level API issue and for tests).
+DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
+                                                PyObject* owner);
+
+// Drops a strong reference from any thread: takes the GIL when needed, keeps
+// an in-flight exception intact, and leaks instead of touching an
+// interpreter that is finalizing or gone.
+void release_reference(PyObject* obj) noexcept;
+
+// Calls the deleter of a consumed managed tensor (may be NULL), preserving an
+// in-flight exception.
+void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept;
+void call_legacy_deleter(DLManagedTensor* m) noexcept;
+
+}  // namespace dla::py

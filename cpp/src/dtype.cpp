@@ -1,0 +1,307 @@
+#include "dlpackarray/dtype.hpp"
+
+#include <cstring>
+
+#include "dlpackarray/errors.hpp"
+
+namespace dla {
+
+namespace {
+
+struct NamedDtype {
+  const char* name;
+  uint8_t code;
+  uint8_t bits;
+};
+
+// The one table of supported dtypes; every other mapping is derived from it.
+constexpr NamedDtype kDtypes[] = {
+    {"bool", kDLBool, 8},
+    {"int8", kDLInt, 8},
+    {"int16", kDLInt, 16},
+    {"int32", kDLInt, 32},
+    {"int64", kDLInt, 64},
+    {"uint8", kDLUInt, 8},
+    {"uint16", kDLUInt, 16},
+    {"uint32", kDLUInt, 32},
+    {"uint64", kDLUInt, 64},
+    {"float16", kDLFloat, 16},
+    {"float32", kDLFloat, 32},
+    {"float64", kDLFloat, 64},
+    {"bfloat16", kDLBfloat, 16},
+    {"complex64", kDLComplex, 64},
+    {"complex128", kDLComplex, 128},
+    {"float8_e3m4", kDLFloat8_e3m4, 8},
+    {"float8_e4m3", kDLFloat8_e4m3, 8},
+    {"float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8},
+    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8},
+    {"float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8},
+    {"float8_e5m2", kDLFloat8_e5m2, 8},
+    {"float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8},
+    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8},
+};
+
+const NamedDtype* find(DLDataType dt) {
+  if (dt.lanes != 1) return nullptr;
+  for (const auto& d : kDtypes) {
+    if (d.code == dt.code && d.bits == dt.bits) return &d;
+  }
+  return nullptr;
+}
+
+DLDataType make(uint8_t code, uint8_t bits) { return DLDataType{code, bits, 1}; }
+
+std::string spelled(DLDataType dt) {
+  return "DLDataType(code=" + std::to_string(dt.code) + ", bits=" + std::to_string(dt.bits) +
+         ", lanes=" + std::to_string(dt.lanes) + ")";
+}
+
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+// Returns the kind + width a PEP 3118 code names, or false when unknown.
+// `native_sizes` selects '@' sizes (C long is 8 bytes on LP64) over the
+// standard sizes of '=<>!' (long is always 4 bytes).
+bool pep3118_code(const char* code, bool native_sizes, DLDataType* out) {
+  const char c = code[0];
+  if (c == 'Z') {
+    if (code[1] == 'f' && code[2] == '\0') return *out = make(kDLComplex, 64), true;
+    if (code[1] == 'd' && code[2] == '\0') return *out = make(kDLComplex, 128), true;
+    return false;
+  }
+  if (c == '\0' || code[1] != '\0') return false;
+  const uint8_t long_bits = native_sizes ? uint8_t(8 * sizeof(long)) : uint8_t(32);
+  switch (c) {
+    case '?': *out = make(kDLBool, 8); return true;
+    case 'b': *out = make(kDLInt, 8); return true;
+    case 'B': *out = make(kDLUInt, 8); return true;
+    case 'c': *out = make(kDLUInt, 8); return true;  // char: raw bytes
+    case 'h': *out = make(kDLInt, 16); return true;
+    case 'H': *out = make(kDLUInt, 16); return true;
+    case 'i': *out = make(kDLInt, 32); return true;
+    case 'I': *out = make(kDLUInt, 32); return true;
+    case 'l': *out = make(kDLInt, long_bits); return true;
+    case 'L': *out = make(kDLUInt, long_bits); return true;
+    case 'q': *out = make(kDLInt, 64); return true;
+    case 'Q': *out = make(kDLUInt, 64); return true;
+    case 'n':
+      if (!native_sizes) return false;
+      *out = make(kDLInt, uint8_t(8 * sizeof(size_t)));
+      return true;
+    case 'N':
+      if (!native_sizes) return false;
+      *out = make(kDLUInt, uint8_t(8 * sizeof(size_t)));
+      return true;
+    case 'e': *out = make(kDLFloat, 16); return true;
+    case 'f': *out = make(kDLFloat, 32); return true;
+    case 'd': *out = make(kDLFloat, 64); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool dtype_is_supported(DLDataType dt) { return find(dt) != nullptr; }
+
+void check_dtype_supported(DLDataType dt) {
+  if (dt.lanes != 1) {
+    fail(ErrorKind::Buffer, "dtype " + spelled(dt) +
+                                " has lanes != 1; vector dtypes cannot be represented element-wise");
+  }
+  if (find(dt) == nullptr) {
+    if (dt.code == kDLFloat6_e2m3fn || dt.code == kDLFloat6_e3m2fn ||
+        dt.code == kDLFloat4_e2m1fn || dt.bits % 8 != 0) {
+      fail(ErrorKind::Buffer, "dtype " + spelled(dt) +
+                                  " is a sub-byte type; packed sub-byte data is not supported");
+    }
+    fail(ErrorKind::Buffer, "unsupported dtype " + spelled(dt));
+  }
+}
+
+int64_t dtype_itemsize(DLDataType dt) {
+  if (dt.lanes == 0 || dt.bits == 0 || dt.bits % 8 != 0) {
+    fail(ErrorKind::Buffer, "dtype " + spelled(dt) + " has no whole-byte item size");
+  }
+  return int64_t(dt.bits / 8) * dt.lanes;
+}
+
+std::string dtype_name(DLDataType dt) {
+  if (const NamedDtype* d = find(dt)) return d->name;
+  return spelled(dt);
+}
+
+DLDataType dtype_from_name(const std::string& raw) {
+  for (const auto& d : kDtypes) {
+    if (raw == d.name) return make(d.code, d.bits);
+  }
+  struct Alias {
+    const char* alias;
+    const char* name;
+  };
+  static constexpr Alias kAliases[] = {
+      {"bool_", "bool"},      {"?", "bool"},           {"float", "float64"},
+      {"double", "float64"},  {"half", "float16"},     {"single", "float32"},
+      {"int", "int64"},       {"complex", "complex128"}, {"cfloat", "complex64"},
+      {"cdouble", "complex128"}, {"byte", "int8"},     {"ubyte", "uint8"},
+      {"short", "int16"},     {"ushort", "uint16"},
+  };
+  for (const auto& a : kAliases) {
+    if (raw == a.alias) return dtype_from_name(a.name);
+  }
+  // Typestr ("<f4", "|u1", "f8") and single PEP 3118 codes ("f", "Zd").
+  if (!raw.empty()) {
+    try {
+      std::string t = raw;
+      if (t[0] != '<' && t[0] != '>' && t[0] != '|' && t[0] != '=' && t.size() >= 2 &&
+          (t[1] >= '0' && t[1] <= '9')) {
+        t = "=" + t;
+      }
+      if (t.size() >= 3 && (t[0] == '<' || t[0] == '>' || t[0] == '|' || t[0] == '=')) {
+        return dtype_from_typestr(t.c_str());
+      }
+      DLDataType dt;
+      if (pep3118_code(raw.c_str(), true, &dt)) return dt;
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Buffer) throw;
+    }
+  }
+  fail(ErrorKind::Type, "unknown dtype name '" + raw + "'");
+}
+
+DLDataType dtype_from_pep3118(const char* format, int64_t itemsize) {
+  const char* f = (format == nullptr) ? "B" : format;
+  bool native_sizes = true;
+  char order = '@';
+  if (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') {
+    order = *f;
+    native_sizes = (*f == '@');
+    ++f;
+  }
+  DLDataType dt;
+  if (!pep3118_code(f, native_sizes, &dt)) {
+    fail(ErrorKind::Buffer,
+         std::string("buffer format '") + (format ? format : "B") +
+             "' is not a single native scalar type representable in DLPack "
+             "(structured, padded, pointer, long double and multi-item formats are not)");
+  }
+  const int64_t size = dt.bits / 8;
+  const bool swapped = (order == '>' || order == '!') ? kLittleEndian
+                       : (order == '<')               ? !kLittleEndian
+                                                      : false;
+  if (swapped && size > 1) {
+    fail(ErrorKind::Buffer, std::string("buffer format '") + format + "' has " +
+                                (kLittleEndian ? "big-endian" : "little-endian") +
+                                " byte order; DLPack data must be in native byte order");
+  }
+  if (itemsize != size) {
+    fail(ErrorKind::Buffer, std::string("buffer format '") + (format ? format : "B") +
+                                "' implies an item size of " + std::to_string(size) +
+                                " bytes but the exporter reports " + std::to_string(itemsize));
+  }
+  return dt;
+}
+
+const char* pep3118_from_dtype(DLDataType dt) {
+  if (dt.lanes != 1) return nullptr;
+  switch (dt.code) {
+    case kDLBool: return dt.bits == 8 ? "?" : nullptr;
+    case kDLInt:
+      switch (dt.bits) {
+        case 8: return "b";
+        case 16: return "h";
+        case 32: return "i";
+        case 64: return "q";
+      }
+      return nullptr;
+    case kDLUInt:
+      switch (dt.bits) {
+        case 8: return "B";
+        case 16: return "H";
+        case 32: return "I";
+        case 64: return "Q";
+      }
+      return nullptr;
+    case kDLFloat:
+      switch (dt.bits) {
+        case 16: return "e";
+        case 32: return "f";
+        case 64: return "d";
+      }
+      return nullptr;
+    case kDLComplex:
+      switch (dt.bits) {
+        case 64: return "Zf";
+        case 128: return "Zd";
+      }
+      return nullptr;
+    default: return nullptr;
+  }
+}
+
+DLDataType dtype_from_typestr(const char* typestr) {
+  const std::string t = typestr ? typestr : "";
+  auto bad = [&]() -> DLDataType {
+    fail(ErrorKind::Type, "invalid array-interface typestr '" + t +
+                              "': expected <byteorder><kind><bytes> such as '<f4' or '|u1'");
+  };
+  if (t.size() < 3) return bad();
+  const char order = t[0];
+  if (order != '<' && order != '>' && order != '|' && order != '=') return bad();
+  const char kind = t[1];
+  int64_t nbytes = 0;
+  for (size_t i = 2; i < t.size(); ++i) {
+    if (t[i] < '0' || t[i] > '9' || nbytes > 1000000) return bad();
+    nbytes = nbytes * 10 + (t[i] - '0');
+  }
+  uint8_t code;
+  switch (kind) {
+    case 'b': code = kDLBool; break;
+    case 'i': code = kDLInt; break;
+    case 'u': code = kDLUInt; break;
+    case 'f': code = kDLFloat; break;
+    case 'c': code = kDLComplex; break;
+    case 'V':
+    case 'O':
+    case 'S':
+    case 'U':
+    case 'M':
+    case 'm':
+    case 't':
+      fail(ErrorKind::Type, "array-interface typestr '" + t + "' (kind '" + std::string(1, kind) +
+                                "') has no DLPack equivalent; only bool, integer, float and "
+                                "complex data can be exchanged");
+    default: return bad();
+  }
+  if (nbytes <= 0 || nbytes > 16) return bad();
+  const DLDataType dt = make(code, uint8_t(nbytes * 8));
+  if (!dtype_is_supported(dt)) {
+    fail(ErrorKind::Type, "array-interface typestr '" + t + "' names a " +
+                              std::to_string(nbytes * 8) +
+                              "-bit type that DLPack cannot represent");
+  }
+  const bool swapped = (order == '>' && kLittleEndian) || (order == '<' && !kLittleEndian);
+  if (swapped && nbytes > 1) {
+    fail(ErrorKind::Buffer, "array-interface typestr '" + t + "' has " +
+                                (kLittleEndian ? "big-endian" : "little-endian") +
+                                " byte order; DLPack data must be in native byte order");
+  }
+  return dt;
+}
+
+std::string typestr_from_dtype(DLDataType dt) {
+  if (dt.lanes != 1 || dt.bits % 8 != 0) return {};
+  char kind;
+  switch (dt.code) {
+    case kDLBool: kind = 'b'; break;
+    case kDLInt: kind = 'i'; break;
+    case kDLUInt: kind = 'u'; break;
+    case kDLFloat: kind = 'f'; break;
+    case kDLComplex: kind = 'c'; break;
+    default: return {};
+  }
+  if (!dtype_is_supported(dt)) return {};
+  const int nbytes = dt.bits / 8;
+  const char order = nbytes == 1 ? '|' : (kLittleEndian ? '<' : '>');
+  return std::string(1, order) + kind + std::to_string(nbytes);
+}
+
+}  // namespace dla

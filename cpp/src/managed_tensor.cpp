@@ -1,0 +1,90 @@
+#include "dlpackarray/managed_tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "dlpackarray/errors.hpp"
+
+namespace dla {
+
+namespace {
+
+template <class Managed>
+Managed* allocate_block(int32_t ndim, int64_t** shape, int64_t** strides) {
+  static_assert(sizeof(Managed) % alignof(int64_t) == 0, "arrays must follow aligned");
+  const size_t n = size_t(ndim > 0 ? ndim : 0);
+  void* block = std::malloc(sizeof(Managed) + 2 * n * sizeof(int64_t));
+  if (block == nullptr) fail(ErrorKind::Memory, "could not allocate a DLPack managed tensor");
+  auto* arrays = reinterpret_cast<int64_t*>(static_cast<char*>(block) + sizeof(Managed));
+  *shape = arrays;
+  *strides = arrays + n;
+  return static_cast<Managed*>(block);
+}
+
+}  // namespace
+
+void fill_dltensor(const TensorView& v, DLTensor* out, int64_t* shape, int64_t* strides) {
+  out->data = v.data;
+  out->device = v.device;
+  out->ndim = v.ndim;
+  out->dtype = v.dtype;
+  out->byte_offset = v.byte_offset;
+  if (v.ndim > 0) {
+    std::memcpy(shape, v.shape, sizeof(int64_t) * size_t(v.ndim));
+    std::memcpy(strides, v.strides, sizeof(int64_t) * size_t(v.ndim));
+  }
+  // DLPack >= 1.2: strides must be non-NULL when ndim != 0.
+  out->shape = v.ndim > 0 ? shape : nullptr;
+  out->strides = v.ndim > 0 ? strides : nullptr;
+}
+
+DLManagedTensorVersioned* new_versioned(const TensorView& v, uint64_t flags, void* manager_ctx,
+                                        VersionedDeleter deleter) {
+  int64_t *shape, *strides;
+  auto* m = allocate_block<DLManagedTensorVersioned>(v.ndim, &shape, &strides);
+  m->version = DLPackVersion{kDLPackMajorVersion, kDLPackMinorVersion};
+  m->manager_ctx = manager_ctx;
+  m->deleter = deleter;
+  m->flags = flags;
+  fill_dltensor(v, &m->dl_tensor, shape, strides);
+  return m;
+}
+
+DLManagedTensor* new_legacy(const TensorView& v, void* manager_ctx, LegacyDeleter deleter) {
+  int64_t *shape, *strides;
+  auto* m = allocate_block<DLManagedTensor>(v.ndim, &shape, &strides);
+  m->manager_ctx = manager_ctx;
+  m->deleter = deleter;
+  fill_dltensor(v, &m->dl_tensor, shape, strides);
+  return m;
+}
+
+void free_managed_block(void* block) noexcept { std::free(block); }
+
+void view_from_dltensor(const DLTensor& t, TensorView* out) {
+  if (t.ndim < 0 || t.ndim > kMaxNdim) {
+    fail(ErrorKind::Buffer, "DLPack tensor has ndim " + std::to_string(t.ndim) +
+                                ", outside the supported range 0.." + std::to_string(kMaxNdim));
+  }
+  if (t.ndim > 0 && t.shape == nullptr) {
+    fail(ErrorKind::Buffer, "DLPack tensor has ndim " + std::to_string(t.ndim) +
+                                " but a NULL shape pointer");
+  }
+  out->data = t.data;
+  out->byte_offset = t.byte_offset;
+  out->ndim = t.ndim;
+  out->dtype = t.dtype;
+  out->device = t.device;
+  out->ready_stream = nullptr;
+  for (int32_t i = 0; i < t.ndim; ++i) out->shape[i] = t.shape[i];
+  if (t.ndim > 0 && t.strides == nullptr) {
+    // Pre-1.2 producers: NULL strides mean compact row-major.
+    set_c_strides(*out);
+  } else {
+    for (int32_t i = 0; i < t.ndim; ++i) out->strides[i] = t.strides[i];
+  }
+}
+
+}  // namespace dla

@@ -1,0 +1,133 @@
+#include "dlpackarray/tensor_view.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "dlpackarray/dtype.hpp"
+#include "dlpackarray/errors.hpp"
+
+namespace dla {
+
+namespace {
+
+int64_t mul_checked(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
+  }
+  return r;
+}
+
+int64_t add_checked(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) {
+    fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
+  }
+  return r;
+}
+
+}  // namespace
+
+Extent validate(const TensorView& v) {
+  if (v.ndim < 0 || v.ndim > kMaxNdim) {
+    fail(ErrorKind::Value, "ndim " + std::to_string(v.ndim) + " is outside the supported range 0.." +
+                               std::to_string(kMaxNdim));
+  }
+  check_dtype_supported(v.dtype);
+  const int64_t itemsize = dtype_itemsize(v.dtype);
+  if (v.byte_offset > uint64_t(INT64_MAX)) {
+    fail(ErrorKind::Overflow, "byte_offset " + std::to_string(v.byte_offset) + " overflows int64");
+  }
+  Extent e;
+  int64_t size = 1;
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] < 0) {
+      fail(ErrorKind::Value, "shape[" + std::to_string(i) + "] = " + std::to_string(v.shape[i]) +
+                                 " is negative");
+    }
+    size = mul_checked(size, v.shape[i], "number of elements");
+  }
+  e.size = size;
+  if (size == 0) return e;
+  int64_t lo = 0, hi = 0;
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    // A length-1 dimension touches one element whatever its stride claims.
+    if (v.shape[i] == 1) continue;
+    const int64_t step = mul_checked(v.strides[i], itemsize, "stride in bytes");
+    const int64_t span = mul_checked(v.shape[i] - 1, step, "array extent");
+    if (span >= 0) {
+      hi = add_checked(hi, span, "array extent");
+    } else {
+      lo = add_checked(lo, span, "array extent");
+    }
+  }
+  e.lo = lo;
+  e.hi = add_checked(hi, itemsize, "array extent");
+  if (v.data == nullptr) {
+    fail(ErrorKind::Value, "data pointer is NULL but the array has " + std::to_string(size) +
+                               " element(s)");
+  }
+  const auto first = uintptr_t(v.data) + v.byte_offset;
+  if (first < uintptr_t(v.data) || (e.lo < 0 && uintptr_t(-e.lo) > first) ||
+      uintptr_t(e.hi) > UINTPTR_MAX - first) {
+    fail(ErrorKind::Overflow, "array extent wraps around the address space");
+  }
+  return e;
+}
+
+Extent validate_within(const TensorView& v, const void* base, int64_t length) {
+  const Extent e = validate(v);
+  if (e.size == 0) return e;
+  const auto b = uintptr_t(base);
+  const auto first = uintptr_t(v.data) + v.byte_offset;
+  const auto lo = first - uintptr_t(-e.lo);
+  const auto hi = first + uintptr_t(e.hi);
+  if (length < 0 || lo < b || hi > b + uint64_t(length)) {
+    fail(ErrorKind::Value,
+         "shape/strides/offset reach bytes [" + std::to_string(int64_t(lo - b)) + ", " +
+             std::to_string(int64_t(hi - b)) + ") outside the source buffer of " +
+             std::to_string(length) + " bytes");
+  }
+  return e;
+}
+
+int64_t view_size(const TensorView& v) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < v.ndim; ++i) n *= v.shape[i];
+  return n;
+}
+
+bool is_c_contiguous(const TensorView& v) {
+  int64_t expected = 1;
+  for (int32_t i = v.ndim - 1; i >= 0; --i) {
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+bool is_f_contiguous(const TensorView& v) {
+  int64_t expected = 1;
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+void set_c_strides(TensorView& v) {
+  int64_t s = 1;
+  for (int32_t i = v.ndim - 1; i >= 0; --i) {
+    v.strides[i] = s;
+    s *= (v.shape[i] > 0 ? v.shape[i] : 1);
+  }
+}
+
+bool device_is_host_accessible(DLDevice d) {
+  return d.device_type == kDLCPU || d.device_type == kDLCUDAHost ||
+         d.device_type == kDLCUDAManaged || d.device_type == kDLROCMHost;
+}
+
+}  // namespace dla

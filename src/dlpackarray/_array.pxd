@@ -1,0 +1,18 @@
+# cython: language_level=3
+from dlpackarray.core cimport TensorView
+
+
+cdef class DLPackArray:
+    # The descriptor never changes after construction: exported buffers point
+    # at view.shape and capsules copy it, so immutability is what keeps them
+    # valid.
+    cdef TensorView view
+    # Keeps the memory alive (BufferOwner, ManagedOwner, HeapOwner, or an
+    # owner of another protocol module); shared by every view of the data.
+    cdef object owner
+    cdef Py_ssize_t* _byte_strides
+    cdef tuple _shape
+    cdef tuple _strides
+
+
+cdef DLPackArray wrap_view(const TensorView* v, object owner)

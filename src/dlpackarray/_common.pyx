@@ -1,0 +1,177 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Pieces shared by every protocol module: dtype objects, devices, copies."""
+from libc.stdint cimport int64_t
+from libcpp.string cimport string
+
+from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
+from dlpackarray.core cimport (
+    TensorView, aligned_allocate, aligned_free, device_is_host_accessible,
+    dtype_from_name, dtype_from_typestr, dtype_itemsize, dtype_name, set_c_strides,
+    strided_copy_to_contiguous, view_size,
+)
+
+from dlpackarray._devices import DLDeviceType as _PyDeviceType
+
+cdef dict _dtype_cache = {}
+cdef dict _device_cache = {}
+
+# Copies above this many bytes release the GIL.
+cdef int64_t _NOGIL_COPY_BYTES = 1 << 16
+
+
+cdef class DType:
+    """A DLPack data type: ``code``, ``bits`` and ``lanes`` plus a readable name.
+
+    Instances are interned, so ``a.dtype is b.dtype`` when the types agree.
+    Compares equal to another :class:`DType` or to its name (``"float32"``).
+    """
+
+    def __init__(self, name):
+        cdef DLDataType dt = parse_dtype(name)
+        self.dt = dt
+        self.code = dt.code
+        self.bits = dt.bits
+        self.lanes = dt.lanes
+        self.name = dtype_name(dt).decode()
+
+    @property
+    def itemsize(self):
+        """Bytes per element."""
+        return dtype_itemsize(self.dt)
+
+    def __reduce__(self):
+        return (DType, (self.name,))
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self.code == (<DType>other).code and self.bits == (<DType>other).bits \
+                and self.lanes == (<DType>other).lanes
+        if isinstance(other, str):
+            try:
+                return self == dtype_object(parse_dtype(other))
+            except (TypeError, ValueError, BufferError):
+                return False
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.code, self.bits, self.lanes))
+
+    def __repr__(self):
+        return f"DType('{self.name}')"
+
+    def __str__(self):
+        return self.name
+
+
+cdef DType dtype_object(DLDataType dt):
+    cdef int key = (dt.code << 24) | (dt.bits << 16) | dt.lanes
+    cdef object found = _dtype_cache.get(key)
+    if found is not None:
+        return <DType>found
+    cdef DType d = DType.__new__(DType)
+    d.dt = dt
+    d.code = dt.code
+    d.bits = dt.bits
+    d.lanes = dt.lanes
+    d.name = dtype_name(dt).decode()
+    _dtype_cache[key] = d
+    return d
+
+
+_PY_TYPE_NAMES = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
+
+
+cdef DLDataType parse_dtype(object obj) except *:
+    """DType, name, typestr, NumPy dtype/scalar type or Python scalar type -> DLDataType."""
+    if isinstance(obj, DType):
+        return (<DType>obj).dt
+    if isinstance(obj, str):
+        return dtype_from_name((<str>obj).encode())
+    if obj in _PY_TYPE_NAMES:
+        return dtype_from_name(_PY_TYPE_NAMES[obj].encode())
+    kind = getattr(obj, "kind", None)
+    typestr = getattr(obj, "str", None)
+    if isinstance(kind, str) and isinstance(typestr, str):
+        # A NumPy dtype: its typestr carries the byte order; extension dtypes
+        # (ml_dtypes bfloat16/float8) are known by name.
+        if kind in "biufc":
+            return dtype_from_typestr(typestr.encode())
+        return dtype_from_name(str(getattr(obj, "name", "")).encode())
+    dtype_attr = getattr(obj, "dtype", None)
+    if dtype_attr is not None and not isinstance(dtype_attr, property) and dtype_attr is not obj:
+        return parse_dtype(dtype_attr)
+    name = getattr(obj, "__name__", None)
+    if isinstance(name, str):
+        return dtype_from_name(name.encode())
+    raise TypeError(f"cannot interpret {obj!r} as a dtype")
+
+
+cdef object device_tuple(DLDevice dev):
+    cdef long key = (<long>dev.device_type << 32) | <unsigned int>dev.device_id
+    found = _device_cache.get(key)
+    if found is not None:
+        return found
+    try:
+        dtype_enum = _PyDeviceType(dev.device_type)
+    except ValueError:
+        dtype_enum = int(dev.device_type)
+    found = (dtype_enum, int(dev.device_id))
+    _device_cache[key] = found
+    return found
+
+
+cdef DLDevice parse_device(object device) except *:
+    """None/"cpu" -> CPU; a ``(device_type, device_id)`` pair as returned by
+    ``__dlpack_device__``; or an object with ``__dlpack_device__``."""
+    cdef DLDevice dev
+    if device is None or device == "cpu":
+        dev.device_type = kDLCPU
+        dev.device_id = 0
+        return dev
+    if hasattr(device, "__dlpack_device__"):
+        device = device.__dlpack_device__()
+    if not isinstance(device, tuple) or len(device) != 2:
+        raise TypeError(
+            f"device must be None, 'cpu' or a (device_type, device_id) tuple, got {device!r}")
+    dtype_, did = device
+    if not isinstance(dtype_, int) or not isinstance(did, int):
+        raise TypeError(f"device tuple must hold two ints, got {device!r}")
+    if dtype_ < 1 or dtype_ > 0x7fffffff or did < 0 or did > 0x7fffffff:
+        raise ValueError(f"invalid device {device!r}")
+    dev.device_type = <DLDeviceType><int>dtype_
+    dev.device_id = did
+    return dev
+
+
+cdef class HeapOwner:
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            aligned_free(self.ptr)
+            self.ptr = NULL
+
+
+cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:
+    """Dense C-ordered host copy of ``src`` described by ``dst``."""
+    if not device_is_host_accessible(src.device):
+        raise BufferError(
+            f"cannot copy data on device {device_tuple(src.device)}: only host-accessible "
+            "memory can be copied by dlpackarray")
+    cdef int64_t itemsize = dtype_itemsize(src.dtype)
+    cdef int64_t nbytes = view_size(src[0]) * itemsize
+    cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
+    owner.ptr = aligned_allocate(nbytes)
+    owner.nbytes = nbytes
+    if nbytes >= _NOGIL_COPY_BYTES:
+        with nogil:
+            strided_copy_to_contiguous(src[0], owner.ptr)
+    else:
+        strided_copy_to_contiguous(src[0], owner.ptr)
+    dst[0] = src[0]
+    dst.data = owner.ptr
+    dst.byte_offset = 0
+    dst.device.device_type = kDLCPU
+    dst.device.device_id = 0
+    dst.readonly = False
+    dst.ready_stream = NULL
+    set_c_strides(dst[0])
+    return owner

@@ -1,0 +1,167 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""DLPack capsules: consume (import) and produce (export) per the Python spec."""
+from cpython.object cimport PyObject
+from cpython.pycapsule cimport (
+    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
+    PyCapsule_SetName,
+)
+from libc.stdint cimport uint64_t
+
+from dlpackarray.abi cimport (
+    DLDevice, DLManagedTensor, DLManagedTensorVersioned, kCapsuleLegacy, kCapsuleLegacyUsed,
+    kCapsuleVersioned, kCapsuleVersionedUsed, kDLCPU, kDLCUDA, kDLPackMajorVersion,
+    kDLPackMinorVersion, kDLROCM, kFlagIsCopied, kFlagReadOnly,
+)
+from dlpackarray.core cimport (
+    TensorView, call_legacy_deleter, call_versioned_deleter, device_is_host_accessible,
+    new_legacy_capsule, new_versioned_capsule, validate, view_from_dltensor,
+)
+from dlpackarray._common cimport HeapOwner, copy_to_heap, device_tuple, parse_device
+
+# What a consumer asks producers for: the newest version we understand.
+cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
+
+
+cdef class ManagedOwner:
+    def __dealloc__(self):
+        if self.versioned != NULL:
+            call_versioned_deleter(self.versioned)
+            self.versioned = NULL
+        if self.legacy != NULL:
+            call_legacy_deleter(self.legacy)
+            self.legacy = NULL
+
+
+cdef bint is_dlpack_capsule(object obj):
+    return PyCapsule_CheckExact(obj)
+
+
+cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
+    """Consumes a "dltensor"/"dltensor_versioned" capsule exactly once."""
+    cdef ManagedOwner owner
+    cdef DLManagedTensorVersioned* mv
+    cdef DLManagedTensor* ml
+    cdef const char* name
+    if PyCapsule_IsValid(capsule, kCapsuleVersioned):
+        mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, kCapsuleVersioned)
+        # Renaming first transfers ownership: from here on the producer's
+        # capsule destructor no longer calls the deleter, our owner does.
+        PyCapsule_SetName(capsule, kCapsuleVersionedUsed)
+        owner = ManagedOwner.__new__(ManagedOwner)
+        owner.versioned = mv
+        if mv.version.major != kDLPackMajorVersion:
+            # Spec: on a major mismatch the consumer may only call the deleter.
+            major, minor = mv.version.major, mv.version.minor
+            owner = None
+            raise BufferError(
+                f"DLPack capsule has version {major}.{minor}; this consumer understands "
+                f"major version {kDLPackMajorVersion} only")
+        view_from_dltensor(mv.dl_tensor, out)
+        out.readonly = (mv.flags & kFlagReadOnly) != 0
+        owner.copied = (mv.flags & kFlagIsCopied) != 0
+    elif PyCapsule_IsValid(capsule, kCapsuleLegacy):
+        ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, kCapsuleLegacy)
+        PyCapsule_SetName(capsule, kCapsuleLegacyUsed)
+        owner = ManagedOwner.__new__(ManagedOwner)
+        owner.legacy = ml
+        view_from_dltensor(ml.dl_tensor, out)
+        out.readonly = False
+    else:
+        name = PyCapsule_GetName(capsule)
+        pyname = None if name == NULL else name.decode(errors="replace")
+        if pyname in ("used_dltensor", "used_dltensor_versioned"):
+            raise ValueError(
+                f"this DLPack capsule ('{pyname}') has already been consumed; a capsule can "
+                "be consumed only once")
+        raise TypeError(
+            f"a PyCapsule named {pyname!r} is not a DLPack tensor capsule "
+            "(expected 'dltensor' or 'dltensor_versioned')")
+    validate(out[0])
+    return owner
+
+
+cdef object request_capsule(object obj, object dl_device, object copy):
+    """Calls ``obj.__dlpack__`` as a spec consumer: newest version first, then
+    the legacy signature if the producer rejects the new keywords."""
+    method = obj.__dlpack__
+    try:
+        if dl_device is None and copy is None:
+            return method(max_version=_MAX_VERSION)
+        return method(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
+    except TypeError:
+        # A producer older than DLPack 1.0 knows none of these keywords.
+        return method()
+
+
+cdef inline bint _is_versioned_request(object max_version) except -1:
+    if max_version is None:
+        return False
+    if type(max_version) is not tuple or len(<tuple>max_version) != 2:
+        raise TypeError(f"max_version must be None or a (major, minor) tuple, got {max_version!r}")
+    major = (<tuple>max_version)[0]
+    if not isinstance(major, int) or not isinstance((<tuple>max_version)[1], int):
+        raise TypeError(f"max_version must hold two ints, got {max_version!r}")
+    # Spec: major >= ours -> our versioned struct; an older major gets the
+    # legacy struct, which this producer still supports.
+    return major >= kDLPackMajorVersion
+
+
+cdef int _check_stream(const TensorView* v, object stream) except -1:
+    if stream is None:
+        return 0
+    if type(stream) is not int and not isinstance(stream, int):
+        raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
+    if stream == -1:
+        return 0
+    if v.device.device_type == kDLCPU or device_is_host_accessible(v.device):
+        raise BufferError(
+            f"stream={stream!r} is not valid for CPU data: only None or -1 may be passed")
+    if v.device.device_type == kDLCUDA and stream == 0:
+        raise ValueError("stream=0 is ambiguous for CUDA and disallowed by the DLPack spec; "
+                         "use 1 for the legacy default stream or 2 for per-thread")
+    if v.device.device_type == kDLROCM and stream in (1, 2):
+        raise ValueError(f"stream={stream} is not supported for ROCm data")
+    if stream < -1:
+        raise ValueError(f"stream must be >= -1, got {stream}")
+    return 0
+
+
+cdef object export_capsule(const TensorView* v, object owner, object stream,
+                           object max_version, object dl_device, object copy):
+    """``__dlpack__`` for a view whose memory ``owner`` keeps alive."""
+    cdef bint versioned = _is_versioned_request(max_version)
+    cdef uint64_t flags = 0
+    cdef TensorView copied
+    cdef TensorView on_host
+    cdef DLDevice target
+    if copy is not None and copy is not True and copy is not False:
+        raise TypeError(f"copy must be None, True or False, got {copy!r}")
+    _check_stream(v, stream)
+    if dl_device is not None:
+        target = parse_device(dl_device)
+        if target.device_type != v.device.device_type or target.device_id != v.device.device_id:
+            if not (target.device_type == kDLCPU and target.device_id == 0
+                    and device_is_host_accessible(v.device)):
+                raise BufferError(
+                    f"cannot export data on device {device_tuple(v.device)} to device "
+                    f"{device_tuple(target)}: dlpackarray copies between host memory only")
+            # Host-accessible memory (pinned/managed) is readable as CPU data
+            # without a copy; the consumer asked to see it as CPU memory.
+            on_host = v[0]
+            on_host.device = target
+            v = &on_host
+    if copy is True:
+        owner = copy_to_heap(v, &copied)
+        flags |= kFlagIsCopied
+        v = &copied
+    if v.readonly:
+        if not versioned:
+            # Like NumPy: the legacy struct has no read-only flag, so handing
+            # out read-only memory through it would invite writes.
+            raise BufferError(
+                "cannot export read-only data as a legacy DLPack capsule; call "
+                "__dlpack__(max_version=(1, 0)) or newer to receive it with the READ_ONLY flag")
+        flags |= kFlagReadOnly
+    if versioned:
+        return new_versioned_capsule(v[0], flags, <PyObject*>owner)
+    return new_legacy_capsule(v[0], <PyObject*>owner)

@@ -1,0 +1,79 @@
+# cython: language_level=3
+# Declarations of the C++ core (cpp/include/dlpackarray).  Every call that can
+# fail is declared ``except +raise_py_error``: the single place where C++
+# errors become Python exceptions (python_shim.cpp).
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libcpp cimport bool as cbool
+from libcpp.string cimport string
+from cpython.object cimport PyObject
+
+from dlpackarray.abi cimport (
+    DLDataType, DLDevice, DLTensor, DLManagedTensor, DLManagedTensorVersioned,
+)
+
+
+cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
+    cdef void raise_py_error()
+
+
+cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
+    const int32_t kMaxNdim
+
+    cdef cppclass TensorView:
+        void* data
+        uint64_t byte_offset
+        int32_t ndim
+        DLDataType dtype
+        DLDevice device
+        cbool readonly
+        void* ready_stream
+        int64_t shape[64]
+        int64_t strides[64]
+
+    cdef cppclass Extent:
+        int64_t lo
+        int64_t hi
+        int64_t size
+
+    Extent validate(const TensorView& v) except +raise_py_error
+    Extent validate_within(const TensorView& v, const void* base,
+                           int64_t length) except +raise_py_error
+    int64_t view_size(const TensorView& v)
+    cbool is_c_contiguous(const TensorView& v)
+    cbool is_f_contiguous(const TensorView& v)
+    void set_c_strides(TensorView& v)
+    cbool device_is_host_accessible(DLDevice d)
+
+
+cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
+    cbool dtype_equal(DLDataType a, DLDataType b)
+    int64_t dtype_itemsize(DLDataType dt) except +raise_py_error
+    cbool dtype_is_supported(DLDataType dt)
+    void check_dtype_supported(DLDataType dt) except +raise_py_error
+    string dtype_name(DLDataType dt) except +raise_py_error
+    DLDataType dtype_from_name(const string& name) except +raise_py_error
+    DLDataType dtype_from_pep3118(const char* fmt, int64_t itemsize) except +raise_py_error
+    const char* pep3118_from_dtype(DLDataType dt)
+    DLDataType dtype_from_typestr(const char* typestr) except +raise_py_error
+    string typestr_from_dtype(DLDataType dt) except +raise_py_error
+
+
+cdef extern from "dlpackarray/strided_copy.hpp" namespace "dla" nogil:
+    void strided_copy_to_contiguous(const TensorView& src, void* dst) except +raise_py_error
+    void* aligned_allocate(int64_t nbytes) except +raise_py_error
+    void aligned_free(void* p)
+
+
+cdef extern from "dlpackarray/managed_tensor.hpp" namespace "dla" nogil:
+    void view_from_dltensor(const DLTensor& t, TensorView* out) except +raise_py_error
+
+
+cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
+    # Return new references (NULL with an exception set on failure).
+    object new_versioned_capsule(const TensorView& v, uint64_t flags, PyObject* owner)
+    object new_legacy_capsule(const TensorView& v, PyObject* owner)
+    DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
+                                                    PyObject* owner) except NULL
+    void release_reference(PyObject* obj) noexcept
+    void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept
+    void call_legacy_deleter(DLManagedTensor* m) noexcept
