@@ -65,6 +65,7 @@ void raise_py_error() {
       case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
       case ErrorKind::Overflow: type = PyExc_OverflowError; break;
       case ErrorKind::Memory: type = PyExc_MemoryError; break;
+      case ErrorKind::Index: type = PyExc_IndexError; break;
     }
     PyErr_SetString(type, e.what());
   } catch (const std::bad_alloc&) {

@@ -4,9 +4,9 @@ from dlpackarray.core cimport TensorView
 
 cdef class DLPackArray:
     # The descriptor never changes after construction: exported buffers point
-    # at view.shape and capsules copy it, so immutability is what keeps them
-    # valid.
-    cdef TensorView view
+    # at _view.shape and capsules copy it, so immutability is what keeps them
+    # valid.  (Named _view because the public method view(dtype) needs "view".)
+    cdef TensorView _view
     # Keeps the memory alive (BufferOwner, ManagedOwner, HeapOwner, or an
     # owner of another protocol module); shared by every view of the data.
     cdef object owner

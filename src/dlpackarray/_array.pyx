@@ -18,11 +18,17 @@ from dlpackarray._buffer cimport fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
     ManagedOwner, export_capsule, request_capsule, view_from_capsule,
 )
+from dlpackarray._array_interface cimport (
+    call_array_method, export_array_interface, export_array_struct, export_numpy,
+    view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
+)
+from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
 
 from dlpackarray._devices import DLDeviceType
 
-# Exact types known to speak the buffer protocol and nothing richer: they skip
-# the attribute probes of the precedence chain.
+# Exact types known to speak the buffer protocol and nothing richer (no
+# __dlpack__, __array_struct__ or __array_interface__): they skip the
+# attribute probes of the precedence chain without changing its outcome.
 cdef frozenset _BUFFER_ONLY_TYPES = frozenset(
     [bytes, bytearray, memoryview, _array_module.array, _mmap_module.mmap])
 
@@ -31,7 +37,7 @@ cdef tuple _DLPACK_INFO = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner):
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
-    a.view = v[0]
+    a._view = v[0]
     a.owner = owner
     return a
 
@@ -48,21 +54,21 @@ cdef int _finish_import(DLPackArray self, object copy, object device, bint copie
     cdef TensorView result
     if device is not None:
         target = parse_device(device)
-        if (target.device_type != self.view.device.device_type
-                or target.device_id != self.view.device.device_id):
-            if target.device_type == kDLCPU and device_is_host_accessible(self.view.device):
-                self.view.device = target
+        if (target.device_type != self._view.device.device_type
+                or target.device_id != self._view.device.device_id):
+            if target.device_type == kDLCPU and device_is_host_accessible(self._view.device):
+                self._view.device = target
             elif copy is False:
                 raise ValueError(
-                    f"data on device {device_tuple(self.view.device)} cannot reach device "
+                    f"data on device {device_tuple(self._view.device)} cannot reach device "
                     f"{device_tuple(target)} without a copy, and copy=False was given")
             else:
                 raise BufferError(
-                    f"cannot move data from device {device_tuple(self.view.device)} to "
+                    f"cannot move data from device {device_tuple(self._view.device)} to "
                     f"{device_tuple(target)}: dlpackarray copies between host memory only")
     if copy is True and not copied:
-        self.owner = copy_to_heap(&self.view, &result)
-        self.view = result
+        self.owner = copy_to_heap(&self._view, &result)
+        self._view = result
     return 0
 
 
@@ -75,21 +81,21 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     _check_copy_arg(copy)
     if t is DLPackArray or isinstance(obj, DLPackArray):
         other = <DLPackArray>obj
-        self.view = other.view
+        self._view = other._view
         self.owner = other.owner
         return _finish_import(self, copy, device, False)
     if PyCapsule_CheckExact(obj):
-        managed = view_from_capsule(obj, &self.view)
+        managed = view_from_capsule(obj, &self._view)
         self.owner = managed
         return _finish_import(self, copy, device, False)
     if not dlpack_only and t in _BUFFER_ONLY_TYPES:
-        self.owner = view_from_buffer(obj, &self.view)
+        self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
     if hasattr(t, "__dlpack__"):
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
-        managed = view_from_capsule(request_capsule(obj, dl_device, copy), &self.view)
+        managed = view_from_capsule(request_capsule(obj, dl_device, copy), &self._view)
         self.owner = managed
         return _finish_import(self, copy, device, managed.copied)
     if dlpack_only:
@@ -97,12 +103,41 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "
             "producers and capsules only; wrap buffer-protocol or array-interface objects with "
             "dlpackarray.DLPackArray(obj)")
-    if PyObject_CheckBuffer(obj):
-        self.owner = view_from_buffer(obj, &self.view)
+    # __cuda_array_interface__ goes here (CUDA issue).
+    # Instance lookups, as NumPy does: exporters may set these per object.
+    struct = getattr(obj, "__array_struct__", None)
+    if struct is not None:
+        self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
         return _finish_import(self, copy, device, False)
+    iface = getattr(obj, "__array_interface__", None)
+    if iface is not None:
+        self.owner = view_from_array_interface(obj, iface, &self._view)
+        return _finish_import(self, copy, device, False)
+    if PyObject_CheckBuffer(obj):
+        self.owner = view_from_buffer(obj, &self._view)
+        return _finish_import(self, copy, device, False)
+    # Arrow C data capsules go here (Arrow issue).
+    if hasattr(t, "__array__"):
+        # Last resort: the object converts itself (usually to an ndarray),
+        # which is then imported through its own richer protocol.
+        result, fresh = call_array_method(obj, copy)
+        if not _has_direct_protocol(result):
+            raise TypeError(
+                f"{t.__name__}.__array__() returned a '{type(result).__name__}' object, which "
+                "exposes none of __dlpack__, __array_struct__, __array_interface__ or the "
+                "buffer protocol")
+        return _import_into(self, result, None if fresh else copy, device, False)
     raise TypeError(
-        f"cannot wrap a '{t.__name__}' object: it implements neither __dlpack__ nor the "
-        "buffer protocol")
+        f"cannot wrap a '{t.__name__}' object: it implements none of __dlpack__, "
+        "__array_struct__, __array_interface__, the buffer protocol or __array__")
+
+
+cdef bint _has_direct_protocol(object obj) except -1:
+    """Whether ``obj`` is importable without calling ``__array__`` again."""
+    return (isinstance(obj, DLPackArray) or PyCapsule_CheckExact(obj)
+            or hasattr(type(obj), "__dlpack__") or PyObject_CheckBuffer(obj)
+            or getattr(obj, "__array_struct__", None) is not None
+            or getattr(obj, "__array_interface__", None) is not None)
 
 
 cdef class DLPackArray:
@@ -113,9 +148,13 @@ cdef class DLPackArray:
     obj : object
         A DLPack producer (``__dlpack__``), a ``"dltensor"`` or
         ``"dltensor_versioned"`` capsule (consumed), another
-        :class:`DLPackArray`, or any PEP 3118 buffer exporter (bytes,
-        bytearray, memoryview, array.array, mmap, ctypes arrays, NumPy
-        arrays, ...).
+        :class:`DLPackArray`, an object with ``__array_struct__`` or
+        ``__array_interface__`` (NumPy array interface, version 3), any
+        PEP 3118 buffer exporter (bytes, bytearray, memoryview, array.array,
+        mmap, ctypes arrays, ...) or, as a last resort, an object with
+        ``__array__``.  The first protocol in this order wins: ``__dlpack__``,
+        ``__array_struct__``, ``__array_interface__``, buffer protocol,
+        ``__array__``.
     copy : bool or None, optional
         ``True`` always copies into a new C-contiguous host array, ``False``
         never copies (errors if a copy would be needed), ``None`` copies only
@@ -133,9 +172,9 @@ cdef class DLPackArray:
     def __cinit__(self):
         # Until initialised the array is an empty uint8 vector, so no method
         # can ever expose uninitialised memory.
-        self.view.ndim = 1
-        self.view.shape[0] = 0
-        self.view.strides[0] = 1
+        self._view.ndim = 1
+        self._view.shape[0] = 0
+        self._view.strides[0] = 1
         self._byte_strides = NULL
 
     def __init__(self, obj, /, *, copy=None, device=None):
@@ -170,11 +209,11 @@ cdef class DLPackArray:
         -------
         PyCapsule
         """
-        return export_capsule(&self.view, self.owner, stream, max_version, dl_device, copy)
+        return export_capsule(&self._view, self.owner, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         """Return ``(device_type, device_id)`` with ``device_type`` a :class:`DLDeviceType`."""
-        return device_tuple(self.view.device)
+        return device_tuple(self._view.device)
 
     def __dlpack_info__(self):
         """Return the newest DLPack version this producer supports, ``(1, 3)``."""
@@ -184,14 +223,14 @@ cdef class DLPackArray:
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         cdef int i
         cdef int64_t itemsize
-        if self._byte_strides == NULL and self.view.ndim > 0:
-            itemsize = dtype_itemsize(self.view.dtype)
-            self._byte_strides = <Py_ssize_t*>PyMem_Malloc(self.view.ndim * sizeof(Py_ssize_t))
+        if self._byte_strides == NULL and self._view.ndim > 0:
+            itemsize = dtype_itemsize(self._view.dtype)
+            self._byte_strides = <Py_ssize_t*>PyMem_Malloc(self._view.ndim * sizeof(Py_ssize_t))
             if self._byte_strides == NULL:
                 raise MemoryError()
-            for i in range(self.view.ndim):
-                self._byte_strides[i] = self.view.strides[i] * itemsize
-        fill_buffer(buffer, self, &self.view, self._byte_strides, flags)
+            for i in range(self._view.ndim):
+                self._byte_strides[i] = self._view.strides[i] * itemsize
+        fill_buffer(buffer, self, &self._view, self._byte_strides, flags)
 
     def __releasebuffer__(self, Py_buffer* buffer):
         pass
@@ -202,7 +241,7 @@ cdef class DLPackArray:
         """tuple of int: extent of each dimension."""
         cdef int i
         if self._shape is None:
-            self._shape = tuple([self.view.shape[i] for i in range(self.view.ndim)])
+            self._shape = tuple([self._view.shape[i] for i in range(self._view.ndim)])
         return self._shape
 
     @property
@@ -210,81 +249,247 @@ cdef class DLPackArray:
         """tuple of int: strides in elements (DLPack convention, not bytes)."""
         cdef int i
         if self._strides is None:
-            self._strides = tuple([self.view.strides[i] for i in range(self.view.ndim)])
+            self._strides = tuple([self._view.strides[i] for i in range(self._view.ndim)])
         return self._strides
 
     @property
     def dtype(self):
         """DType: data type (``code``, ``bits``, ``lanes``, ``name``)."""
-        return dtype_object(self.view.dtype)
+        return dtype_object(self._view.dtype)
 
     @property
     def device(self):
         """tuple: ``(DLDeviceType, device_id)``, as ``__dlpack_device__``."""
-        return device_tuple(self.view.device)
+        return device_tuple(self._view.device)
 
     @property
     def ndim(self):
         """int: number of dimensions."""
-        return self.view.ndim
+        return self._view.ndim
 
     @property
     def size(self):
         """int: number of elements."""
-        return view_size(self.view)
+        return view_size(self._view)
 
     @property
     def itemsize(self):
         """int: bytes per element."""
-        return dtype_itemsize(self.view.dtype)
+        return dtype_itemsize(self._view.dtype)
 
     @property
     def nbytes(self):
         """int: ``size * itemsize``."""
-        return view_size(self.view) * dtype_itemsize(self.view.dtype)
+        return view_size(self._view) * dtype_itemsize(self._view.dtype)
 
     @property
     def readonly(self):
         """bool: whether consumers must not write to the data."""
-        return self.view.readonly
+        return self._view.readonly
 
     @property
     def data_ptr(self):
         """int: ``DLTensor.data``, the base address (add ``byte_offset`` for the first element)."""
-        return <uintptr_t>self.view.data
+        return <uintptr_t>self._view.data
 
     @property
     def byte_offset(self):
         """int: bytes from ``data_ptr`` to the first element."""
-        return self.view.byte_offset
+        return self._view.byte_offset
 
     @property
     def c_contiguous(self):
         """bool: whether the elements are dense in C (row-major) order."""
-        return is_c_contiguous(self.view)
+        return is_c_contiguous(self._view)
 
     @property
     def f_contiguous(self):
         """bool: whether the elements are dense in Fortran (column-major) order."""
-        return is_f_contiguous(self.view)
+        return is_f_contiguous(self._view)
 
     def copy(self):
         """Return a C-contiguous, writable host copy as a new :class:`DLPackArray`."""
         cdef TensorView result
-        owner = copy_to_heap(&self.view, &result)
+        owner = copy_to_heap(&self._view, &result)
         return wrap_view(&result, owner)
 
+    # -- zero-copy views -------------------------------------------------------
+    def __getitem__(self, key):
+        """Basic indexing (ints, slices with any step, ``...``, ``None``) as a view.
+
+        Integers remove a dimension, so indexing every dimension gives a 0-d
+        :class:`DLPackArray` (not a Python scalar).  Integer-array and boolean
+        indices would copy and raise :class:`IndexError`.
+        """
+        cdef TensorView result
+        index_into(&self._view, key, &result)
+        return wrap_view(&result, self.owner)
+
+    def reshape(self, *shape, order="C"):
+        """Return a view with a new shape; never copies.
+
+        Parameters
+        ----------
+        *shape : int or tuple of int
+            The new shape, as separate ints or one tuple/list; one entry may
+            be ``-1`` (inferred).
+        order : {"C", "F"}, optional
+            Read and place elements in C (row-major) or Fortran order.
+
+        Returns
+        -------
+        DLPackArray
+            A view sharing this array's memory.
+
+        Raises
+        ------
+        ValueError
+            If the sizes differ, or if the strides cannot express the new
+            shape (reshape never copies silently; copy first with
+            :meth:`copy`).
+        """
+        cdef TensorView result
+        reshape_into(&self._view, shape, order, &result)
+        return wrap_view(&result, self.owner)
+
+    def transpose(self, *axes):
+        """Return a view with permuted axes (reversed when none are given).
+
+        Parameters
+        ----------
+        *axes : int or tuple of int
+            Output dimension ``i`` is input dimension ``axes[i]``; negative
+            axes count from the end.
+        """
+        cdef TensorView result
+        permute_into(&self._view, axes, True, &result)
+        return wrap_view(&result, self.owner)
+
+    def permute(self, *dims):
+        """Return a view with permuted dimensions (``torch.Tensor.permute``).
+
+        Parameters
+        ----------
+        *dims : int or tuple of int
+            A permutation of all dimensions; negative values count from the end.
+        """
+        cdef TensorView result
+        permute_into(&self._view, dims, False, &result)
+        return wrap_view(&result, self.owner)
+
+    @property
+    def T(self):
+        """DLPackArray: the view with all axes reversed (``transpose()``)."""
+        cdef TensorView result
+        permute_into(&self._view, (), True, &result)
+        return wrap_view(&result, self.owner)
+
+    def view(self, dtype):
+        """Reinterpret the same bytes as another dtype (a view, never a copy).
+
+        Parameters
+        ----------
+        dtype : DType, str or dtype-like
+            The new element type.  With a different item size the last
+            dimension must be contiguous and hold a whole number of new
+            items, and every other stride must be a whole number of new items.
+
+        Raises
+        ------
+        ValueError
+            If the layout does not allow the reinterpretation.
+        """
+        cdef TensorView result
+        reinterpret_into(&self._view, dtype, &result)
+        return wrap_view(&result, self.owner)
+
+    @staticmethod
+    def from_buffer(obj, dtype, shape=None, strides=None, offset=0):
+        """Typed zero-copy view of a contiguous buffer's raw bytes.
+
+        Like ``numpy.frombuffer`` but N-dimensional and strided; the buffer's
+        own format is ignored.
+
+        Parameters
+        ----------
+        obj : buffer-protocol object
+            Exporter of a contiguous buffer (bytes, bytearray, mmap, ...).
+        dtype : DType, str or dtype-like
+            Element type.
+        shape : int or tuple of int, optional
+            Default: a 1-D array of every whole item after ``offset``.
+        strides : tuple of int, optional
+            Strides in **bytes** (like NumPy and the array interface);
+            default C-contiguous.  Requires ``shape``.
+        offset : int, optional
+            Bytes from the start of the buffer to the first element.
+
+        Returns
+        -------
+        DLPackArray
+            Read-only when the buffer is.
+
+        Raises
+        ------
+        ValueError
+            If shape, strides and offset reach outside the buffer.
+        """
+        cdef TensorView v
+        owner = view_from_typed_buffer(obj, dtype, shape, strides, offset, &v)
+        return wrap_view(&v, owner)
+
+    # -- NumPy array interface --------------------------------------------------
+    @property
+    def __array_interface__(self):
+        """dict: NumPy array interface, version 3 (host memory only).
+
+        ``data`` is ``(address of the first element, readonly)``, ``strides``
+        is ``None`` when C-contiguous.  Raises :class:`AttributeError` (so
+        that consumers move on to another protocol) for device memory and for
+        dtypes without a typestr (bfloat16, float8).
+        """
+        return export_array_interface(&self._view, self.shape)
+
+    @property
+    def __array_struct__(self):
+        """PyCapsule: NumPy's C-level array interface (``PyArrayInterface``).
+
+        The capsule holds a reference to this array until it is destroyed.
+        Same availability as :attr:`__array_interface__`.
+        """
+        return export_array_struct(&self._view, self)
+
+    def __array__(self, dtype=None, copy=None):
+        """Return a ``numpy.ndarray`` (NumPy 2 semantics; NumPy imported lazily).
+
+        Parameters
+        ----------
+        dtype : dtype-like, optional
+            Convert to this dtype (a copy unless it already matches).
+        copy : bool or None, optional
+            ``True`` always copies; ``False`` never does (``ValueError`` if a
+            dtype conversion would be needed); ``None`` copies only if needed.
+
+        Returns
+        -------
+        numpy.ndarray
+            A view of this array's memory unless a copy was needed or asked
+            for; read-only when this array is.  bfloat16/float8 data becomes an
+            ``ml_dtypes`` array (``TypeError`` without ml_dtypes).
+        """
+        return export_numpy(&self._view, self.shape, self, dtype, copy)
+
     def __len__(self):
-        if self.view.ndim == 0:
+        if self._view.ndim == 0:
             raise TypeError("len() of a 0-d DLPackArray")
-        return self.view.shape[0]
+        return self._view.shape[0]
 
     def __repr__(self):
-        dev_type, dev_id = device_tuple(self.view.device)
+        dev_type, dev_id = device_tuple(self._view.device)
         dev_name = dev_type.name.lower() if isinstance(dev_type, DLDeviceType) else str(dev_type)
         return (f"DLPackArray(shape={self.shape}, dtype={self.dtype.name}, "
                 f"strides={self.strides}, device='{dev_name}:{dev_id}', "
-                f"readonly={bool(self.view.readonly)})")
+                f"readonly={bool(self._view.readonly)})")
 
 
 def from_dlpack(x, /, *, device=None, copy=None):

@@ -98,7 +98,9 @@ cdef DLDataType parse_dtype(object obj) except *:
             return dtype_from_typestr(typestr.encode())
         return dtype_from_name(str(getattr(obj, "name", "")).encode())
     dtype_attr = getattr(obj, "dtype", None)
-    if dtype_attr is not None and not isinstance(dtype_attr, property) and dtype_attr is not obj:
+    # A class's `dtype` is a descriptor (NumPy scalar types such as np.uint32
+    # have a getset one), not a dtype: classes are known by __name__ below.
+    if dtype_attr is not None and not isinstance(obj, type) and dtype_attr is not obj:
         return parse_dtype(dtype_attr)
     name = getattr(obj, "__name__", None)
     if isinstance(name, str):

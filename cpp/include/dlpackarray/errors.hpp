@@ -16,6 +16,7 @@ enum class ErrorKind {
   NotImplemented,  // NotImplementedError: valid request this build cannot serve
   Overflow,        // OverflowError: sizes beyond int64
   Memory,          // MemoryError: allocation failed
+  Index,           // IndexError: an index outside a dimension, too many indices
 };
 
 class Error : public std::exception {

@@ -1,0 +1,417 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""NumPy's array interface family: ``__array_interface__`` (version 3),
+``__array_struct__`` (PyArrayInterface capsules) and ``__array__``.
+
+Import turns them into a TensorView plus an owner; export describes a view
+through them.  NumPy itself is optional: only ``export_numpy`` imports it.
+"""
+from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyObject_CheckBuffer, PyObject_GetBuffer
+from cpython.object cimport PyObject
+from cpython.pycapsule cimport (
+    PyCapsule_CheckExact, PyCapsule_GetContext, PyCapsule_GetName, PyCapsule_GetPointer,
+    PyCapsule_New, PyCapsule_SetContext,
+)
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
+from libcpp.string cimport string
+
+from dlpackarray.abi cimport DLDataType, kDLBfloat, kDLCPU, kDLUInt
+from dlpackarray.core cimport (
+    TensorView, device_is_host_accessible, dtype_equal, dtype_from_typestr, dtype_itemsize,
+    dtype_name, is_c_contiguous, kMaxNdim, set_c_strides, typestr_from_dtype, validate,
+    validate_within,
+)
+from dlpackarray._buffer cimport BufferOwner
+from dlpackarray._common cimport parse_dtype
+from dlpackarray._views cimport as_int64
+
+cdef object _numpy = None
+
+
+cdef str _src(object obj, str attr):
+    return f"{attr} of a '{type(obj).__name__}' object"
+
+
+cdef str _where(object ctx):
+    """Error-message prefix: ``ctx`` is a ready string or the object whose
+    ``__array_interface__`` is being read (formatted only when an error is
+    raised, keeping the import path free of string work)."""
+    return ctx if type(ctx) is str else _src(ctx, "__array_interface__")
+
+
+# -- shared field parsers ----------------------------------------------------
+
+cdef int _parse_shape(object shape, object ctx, TensorView* out) except -1:
+    cdef Py_ssize_t n, i
+    if type(shape) is not tuple:
+        raise TypeError(f"{_where(ctx)}: 'shape' must be a tuple of ints, "
+                        f"got {type(shape).__name__}")
+    n = len(<tuple>shape)
+    if n > kMaxNdim:
+        raise ValueError(f"{_where(ctx)}: 'shape' has {n} dimensions; at most {kMaxNdim} are "
+                         "supported")
+    out.ndim = <int>n
+    for i in range(n):
+        item = (<tuple>shape)[i]
+        if type(item) is int and -0x7fffffffffffffff <= item <= 0x7fffffffffffffff:
+            out.shape[i] = <int64_t>item
+        else:
+            out.shape[i] = as_int64(item, f"{_where(ctx)}: shape[{i}]")
+    return 0
+
+
+cdef int _parse_byte_strides(object strides, object ctx, const char* src,
+                             TensorView* out) except -1:
+    """None -> C-contiguous; otherwise a tuple of ``ndim`` strides in bytes."""
+    cdef int64_t byte_strides[64]
+    cdef Py_ssize_t i
+    if strides is None:
+        set_c_strides(out[0])
+        return 0
+    if type(strides) is not tuple:
+        raise TypeError(f"{_where(ctx)}: 'strides' must be None or a tuple of ints, "
+                        f"got {type(strides).__name__}")
+    if len(<tuple>strides) != out.ndim:
+        raise ValueError(f"{_where(ctx)}: 'strides' has {len(<tuple>strides)} entries but "
+                         f"'shape' has {out.ndim}")
+    for i in range(out.ndim):
+        item = (<tuple>strides)[i]
+        if type(item) is int and -0x7fffffffffffffff <= item <= 0x7fffffffffffffff:
+            byte_strides[i] = <int64_t>item
+        else:
+            byte_strides[i] = as_int64(item, f"{_where(ctx)}: strides[{i}]")
+    set_strides_from_bytes(out[0], byte_strides, src)
+    return 0
+
+
+cdef DLDataType _typestr_dtype(object typestr, object ctx) except *:
+    if not isinstance(typestr, str):
+        raise TypeError(f"{_where(ctx)}: 'typestr' must be a str, got {type(typestr).__name__}")
+    try:
+        encoded = (<str>typestr).encode("ascii")
+    except UnicodeEncodeError:
+        raise TypeError(f"{_where(ctx)}: invalid typestr {typestr!r}") from None
+    return dtype_from_typestr(encoded)
+
+
+cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except *:
+    """The element type from 'typestr', cross-checked against 'descr'.
+
+    DLPack has no structured types, so 'descr' may only restate the element
+    type as one unnamed field (NumPy's default ``[('', typestr)]``); with a
+    void typestr ('|V4') that field supplies the type.
+    """
+    cdef DLDataType from_descr
+    if descr is None:
+        return _typestr_dtype(typestr, ctx)
+    if type(descr) is not list:
+        raise TypeError(f"{_where(ctx)}: 'descr' must be a list of (name, format) tuples, "
+                        f"got {type(descr).__name__}")
+    if len(<list>descr) != 1:
+        raise TypeError(f"{_where(ctx)}: 'descr' describes a structured dtype with "
+                        f"{len(<list>descr)} fields; DLPack has no structured types")
+    field = (<list>descr)[0]
+    if type(field) is not tuple or len(<tuple>field) not in (2, 3):
+        raise TypeError(f"{_where(ctx)}: 'descr' entries must be (name, format[, shape]) tuples, "
+                        f"got {field!r}")
+    name, fmt = (<tuple>field)[0], (<tuple>field)[1]
+    if name != "":
+        raise TypeError(f"{_where(ctx)}: 'descr' has a named field {name!r}: a structured dtype, "
+                        "which DLPack cannot describe")
+    if len(<tuple>field) == 3:
+        raise TypeError(f"{_where(ctx)}: 'descr' field has a sub-array shape {(<tuple>field)[2]!r}: "
+                        "a structured dtype, which DLPack cannot describe")
+    if not isinstance(fmt, str):
+        raise TypeError(f"{_where(ctx)}: 'descr' field format must be a typestr, got {fmt!r} "
+                        "(nested structured dtypes are not supported)")
+    from_descr = _typestr_dtype(fmt, ctx)
+    if isinstance(typestr, str) and len(<str>typestr) >= 2 and (<str>typestr)[1] == "V":
+        if (<str>typestr)[2:] != str(dtype_itemsize(from_descr)):
+            raise TypeError(f"{_where(ctx)}: typestr {typestr!r} and descr format {fmt!r} disagree on "
+                            "the item size")
+        return from_descr
+    cdef DLDataType dt = _typestr_dtype(typestr, ctx)
+    if not dtype_equal(dt, from_descr):
+        raise TypeError(f"{_where(ctx)}: typestr {typestr!r} and descr format {fmt!r} disagree")
+    return dt
+
+
+cdef BufferOwner _contiguous_buffer(object obj, object ctx):
+    """The raw bytes of a contiguous buffer exporter; the owner holds them."""
+    cdef BufferOwner owner = BufferOwner.__new__(BufferOwner)
+    try:
+        # Without PyBUF_WRITABLE the exporter reports writability in readonly.
+        PyObject_GetBuffer(obj, &owner.buf, PyBUF_ANY_CONTIGUOUS)
+    except BufferError as e:
+        raise BufferError(f"{_where(ctx)}: needs a contiguous buffer from the "
+                          f"'{type(obj).__name__}' object: {e}") from None
+    owner.acquired = True
+    return owner
+
+
+# -- import -----------------------------------------------------------------
+
+cdef object view_from_array_interface(object obj, object iface, TensorView* out):
+    cdef BufferOwner buf
+    cdef int64_t offset = 0
+    cdef uint64_t ptr
+    # Error messages name the source object; they are formatted only when
+    # raised (see _where), keeping the hot path free of string work.
+    ctx = obj
+    if not isinstance(iface, dict):
+        raise TypeError(f"{_where(ctx)} must be a dict, got {type(iface).__name__}")
+    cdef dict d = <dict>iface
+    version = d.get("version")
+    if type(version) is not int:
+        if version is None:
+            raise ValueError(f"{_where(ctx)} lacks the required key 'version'")
+        raise TypeError(f"{_where(ctx)}: 'version' must be an int, got {type(version).__name__}")
+    if version != 3:
+        raise ValueError(f"{_where(ctx)} has version {version}; only version 3 is understood")
+    mask = d.get("mask")
+    if mask is not None:
+        raise ValueError(f"{_where(ctx)} has a 'mask'; masked arrays cannot be exchanged through DLPack")
+    typestr = d.get("typestr")
+    shape = d.get("shape")
+    if typestr is None or shape is None:
+        raise ValueError(f"{_where(ctx)} lacks the required key "
+                         f"'{'typestr' if typestr is None else 'shape'}'")
+    out.dtype = _resolve_dtype(typestr, d.get("descr"), ctx)
+    _parse_shape(shape, ctx, out)
+    _parse_byte_strides(d.get("strides"), ctx, b"__array_interface__", out)
+    off = d.get("offset", 0)
+    if off is not None:
+        offset = <int64_t>off if type(off) is int else as_int64(off, f"{_where(ctx)}: 'offset'")
+        if offset < 0:
+            raise ValueError(f"{_where(ctx)}: 'offset' is {offset}; it must be >= 0")
+    out.device.device_type = kDLCPU
+    out.device.device_id = 0
+    out.ready_stream = NULL
+    data = d.get("data")
+    if type(data) is tuple:
+        if len(<tuple>data) != 2:
+            raise TypeError(f"{_where(ctx)}: 'data' must be a (pointer, readonly) pair, got {data!r}")
+        p, ro = (<tuple>data)[0], (<tuple>data)[1]
+        if isinstance(p, bool) or not isinstance(p, int):
+            raise TypeError(f"{_where(ctx)}: the data pointer must be an int, got {type(p).__name__}")
+        if p < 0 or p > <uint64_t>(<uintptr_t>-1):
+            raise ValueError(f"{_where(ctx)}: data pointer {p} is not a valid address")
+        if not isinstance(ro, (bool, int)):
+            raise TypeError(f"{_where(ctx)}: the read-only flag must be a bool, got {type(ro).__name__}")
+        ptr = p
+        # Spec: with an explicit pointer 'offset' is ignored; the pointer is
+        # the first element.  The exporter keeps the memory alive, so the
+        # owner is the exporter itself.
+        out.data = <void*><uintptr_t>ptr
+        out.byte_offset = 0
+        out.readonly = bool(ro)
+        validate(out[0])
+        return obj
+    if data is None:
+        buf = _contiguous_buffer(obj, ctx) if PyObject_CheckBuffer(obj) else None
+        if buf is None:
+            raise TypeError(f"{_where(ctx)} has no 'data' and the object exposes no buffer to read "
+                            "the data from")
+    elif PyObject_CheckBuffer(data):
+        buf = _contiguous_buffer(data, ctx)
+    else:
+        raise TypeError(f"{_where(ctx)}: 'data' must be None, a (pointer, readonly) tuple or a buffer "
+                        f"object, got {type(data).__name__}")
+    out.data = buf.buf.buf
+    out.byte_offset = <uint64_t>offset
+    out.readonly = buf.buf.readonly != 0
+    # The buffer's length is known: the interface may not reach outside it.
+    validate_within(out[0], buf.buf.buf, buf.buf.len)
+    return buf
+
+
+cdef object view_from_array_struct_capsule(object obj, object capsule, TensorView* out):
+    cdef const char* name
+    cdef ArrayInterfaceStruct* s
+    if not PyCapsule_CheckExact(capsule):
+        raise TypeError(f"{_src(obj, '__array_struct__')} must be a PyCapsule, "
+                        f"got {type(capsule).__name__}")
+    name = PyCapsule_GetName(capsule)
+    if name != NULL:
+        raise TypeError(f"{_src(obj, '__array_struct__')} is a capsule named "
+                        f"{name.decode(errors='replace')!r}; a PyArrayInterface capsule has "
+                        "no name")
+    s = <ArrayInterfaceStruct*>PyCapsule_GetPointer(capsule, NULL)
+    view_from_array_struct(s[0], out)
+    if (s.flags & kArrHasDescr) and s.descr != NULL:
+        ts = typestr_from_dtype(out.dtype).decode()
+        if not dtype_equal(_resolve_dtype(ts, <object>s.descr, _src(obj, "__array_struct__")),
+                           out.dtype):
+            raise TypeError(f"{_src(obj, '__array_struct__')}: descr disagrees with typekind")
+    # The capsule keeps the struct (and, by its context, usually the data)
+    # alive; the object is kept as well because the spec lets exporters rely
+    # on the consumer holding it.
+    return (capsule, obj)
+
+
+cdef object view_from_typed_buffer(object obj, object dtype, object shape, object strides,
+                                   object offset, TensorView* out):
+    ctx = "from_buffer"
+    cdef DLDataType dt = parse_dtype(dtype)
+    cdef int64_t off = as_int64(offset, "offset")
+    cdef int64_t itemsize = dtype_itemsize(dt)
+    cdef int64_t avail
+    if off < 0:
+        raise ValueError(f"offset must be >= 0, got {off}")
+    cdef BufferOwner buf = _contiguous_buffer(obj, ctx)
+    out.dtype = dt
+    if shape is None:
+        if strides is not None:
+            raise ValueError("from_buffer: strides need an explicit shape")
+        avail = buf.buf.len - off
+        if avail < 0:
+            raise ValueError(f"offset {off} is beyond the end of the {buf.buf.len}-byte buffer")
+        if avail % itemsize != 0:
+            raise ValueError(f"buffer size minus offset ({avail} bytes) is not a multiple of "
+                             f"the item size {itemsize}")
+        shape = (avail // itemsize,)
+    elif not isinstance(shape, tuple):
+        shape = (shape,) if not isinstance(shape, list) else tuple(shape)
+    _parse_shape(shape, ctx, out)
+    if isinstance(strides, list):
+        strides = tuple(strides)
+    _parse_byte_strides(strides, ctx, b"from_buffer", out)
+    out.data = buf.buf.buf
+    out.byte_offset = <uint64_t>off
+    out.readonly = buf.buf.readonly != 0
+    out.device.device_type = kDLCPU
+    out.device.device_id = 0
+    out.ready_stream = NULL
+    validate_within(out[0], buf.buf.buf, buf.buf.len)
+    return buf
+
+
+cdef tuple call_array_method(object obj, object copy):
+    method = obj.__array__
+    if copy is None:
+        return (method(), False)
+    try:
+        return (method(copy=copy), copy is True)
+    except TypeError:
+        # A pre-NumPy-2 signature without `copy`: the caller copies if asked.
+        return (method(), False)
+
+
+# -- export -----------------------------------------------------------------
+
+cdef int _check_host(const TensorView* v, str what) except -1:
+    if not device_is_host_accessible(v.device):
+        raise AttributeError(
+            f"{what} describes host memory only; this array lives on device type "
+            f"{<int>v.device.device_type}: use __dlpack__")
+    return 0
+
+
+cdef str _typestr_or_raise(const TensorView* v, str what):
+    cdef string ts = typestr_from_dtype(v.dtype)
+    if ts.size() == 0:
+        # AttributeError, not BufferError: consumers such as NumPy then move on
+        # to the next protocol (__array__, which understands ml_dtypes).
+        raise AttributeError(
+            f"{what} cannot express dtype {dtype_name(v.dtype).decode()}: use __dlpack__ or "
+            "__array__")
+    return ts.decode()
+
+
+cdef dict export_array_interface(const TensorView* v, tuple shape):
+    cdef int i
+    cdef int64_t itemsize
+    _check_host(v, "__array_interface__")
+    typestr = _typestr_or_raise(v, "__array_interface__")
+    strides = None
+    if not is_c_contiguous(v[0]):
+        itemsize = dtype_itemsize(v.dtype)
+        strides = tuple([v.strides[i] * itemsize for i in range(v.ndim)])
+    ptr = 0 if v.data == NULL else <uintptr_t>v.data + v.byte_offset
+    return {
+        "shape": shape,
+        "typestr": typestr,
+        "descr": [("", typestr)],
+        "data": (ptr, bool(v.readonly)),
+        "strides": strides,
+        "version": 3,
+    }
+
+
+cdef void _array_struct_destructor(object capsule) noexcept:
+    cdef void* ctx = PyCapsule_GetContext(capsule)
+    free_array_struct(<ArrayInterfaceStruct*>PyCapsule_GetPointer(capsule, NULL))
+    # The context is the strong reference that kept the exporter alive.
+    Py_XDECREF(<PyObject*>ctx)
+
+
+cdef object export_array_struct(const TensorView* v, object keepalive):
+    _check_host(v, "__array_struct__")
+    _typestr_or_raise(v, "__array_struct__")
+    cdef ArrayInterfaceStruct* s = new_array_struct(v[0])
+    try:
+        capsule = PyCapsule_New(s, NULL, _array_struct_destructor)
+    except BaseException:
+        free_array_struct(s)
+        raise
+    # NumPy's convention: the capsule context holds a reference to the
+    # exporter so the data outlives every user of the capsule.
+    Py_INCREF(keepalive)
+    PyCapsule_SetContext(capsule, <void*>keepalive)
+    return capsule
+
+
+class _InterfaceHolder:
+    """What NumPy wraps: our ``__array_interface__`` plus the exporter, which
+    the resulting ndarray keeps alive as its ``base``."""
+    __slots__ = ("__array_interface__", "exporter")
+
+    def __init__(self, iface, exporter):
+        self.__array_interface__ = iface
+        self.exporter = exporter
+
+
+cdef object _import_numpy():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, object dtype,
+                         object copy):
+    cdef TensorView raw
+    if copy is not None and copy is not True and copy is not False:
+        raise TypeError(f"copy must be None, True or False, got {copy!r}")
+    if not device_is_host_accessible(v.device):
+        raise BufferError(
+            f"__array__ needs host memory; this array lives on device type "
+            f"{<int>v.device.device_type}")
+    np = _import_numpy()
+    if typestr_from_dtype(v.dtype).size() != 0:
+        arr = np.asarray(_InterfaceHolder(export_array_interface(v, shape), keepalive))
+    else:
+        # bfloat16/float8: NumPy knows them only through ml_dtypes.  Describe
+        # the same bytes as unsigned ints of the same width and reinterpret.
+        name = dtype_name(v.dtype).decode()
+        try:
+            import ml_dtypes
+            target = np.dtype(getattr(ml_dtypes, name))
+        except (ImportError, AttributeError, TypeError):
+            raise TypeError(f"NumPy has no dtype {name}; install ml_dtypes to convert it, or "
+                            "use DLPack") from None
+        raw = v[0]
+        raw.dtype.code = kDLUInt
+        arr = np.asarray(_InterfaceHolder(export_array_interface(&raw, shape), keepalive))
+        arr = arr.view(target)
+    if dtype is not None:
+        wanted = np.dtype(dtype)
+        if wanted != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting {arr.dtype} to {wanted} needs a copy, but "
+                                 "copy=False was given")
+            return arr.astype(wanted)
+    if copy is True:
+        return arr.copy()
+    return arr
