@@ -142,7 +142,7 @@ cdef BufferOwner _contiguous_buffer(object obj, object ctx):
     try:
         # Without PyBUF_WRITABLE the exporter reports writability in readonly.
         PyObject_GetBuffer(obj, &owner.buf, PyBUF_ANY_CONTIGUOUS)
-    except BufferError as e:
+    except (BufferError, ValueError) as e:  # NumPy refuses with ValueError
         raise BufferError(f"{_where(ctx)}: needs a contiguous buffer from the "
                           f"'{type(obj).__name__}' object: {e}") from None
     owner.acquired = True
