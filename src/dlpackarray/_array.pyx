@@ -5,6 +5,7 @@ import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport int64_t, uintptr_t
 
@@ -33,6 +34,17 @@ cdef frozenset _BUFFER_ONLY_TYPES = frozenset(
     [bytes, bytearray, memoryview, _array_module.array, _mmap_module.mmap])
 
 cdef tuple _DLPACK_INFO = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
+
+
+cdef extern from "Python.h":
+    # MRO lookup through the type cache; unlike hasattr(type, name) it never
+    # creates and discards an AttributeError (~200 ns) when the name is absent.
+    PyObject* _PyType_Lookup(PyTypeObject* t, PyObject* name)
+
+
+cdef inline bint _type_has(type t, str name):
+    """Whether instances of ``t`` get ``name`` from their class (special-method lookup)."""
+    return _PyType_Lookup(<PyTypeObject*>t, <PyObject*>name) != NULL
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner):
@@ -91,7 +103,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     if not dlpack_only and t in _BUFFER_ONLY_TYPES:
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
-    if hasattr(t, "__dlpack__"):
+    if _type_has(t, "__dlpack__"):
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
@@ -117,7 +129,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
     # Arrow C data capsules go here (Arrow issue).
-    if hasattr(t, "__array__"):
+    if _type_has(t, "__array__"):
         # Last resort: the object converts itself (usually to an ndarray),
         # which is then imported through its own richer protocol.
         result, fresh = call_array_method(obj, copy)
@@ -135,7 +147,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
 cdef bint _has_direct_protocol(object obj) except -1:
     """Whether ``obj`` is importable without calling ``__array__`` again."""
     return (isinstance(obj, DLPackArray) or PyCapsule_CheckExact(obj)
-            or hasattr(type(obj), "__dlpack__") or PyObject_CheckBuffer(obj)
+            or _type_has(type(obj), "__dlpack__") or PyObject_CheckBuffer(obj)
             or getattr(obj, "__array_struct__", None) is not None
             or getattr(obj, "__array_interface__", None) is not None)
 

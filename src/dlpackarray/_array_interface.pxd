@@ -41,7 +41,8 @@ cdef object view_from_typed_buffer(object obj, object dtype, object shape, objec
 # ``obj.__array__`` called NumPy-2 style; returns (array, freshly_copied).
 cdef tuple call_array_method(object obj, object copy)
 
-# Export of a view whose memory `keepalive` keeps alive.
+# Export of a view whose memory `keepalive` keeps alive; for export_numpy,
+# `keepalive` must be the DLPackArray holding `v` (its buffer is used).
 cdef dict export_array_interface(const TensorView* v, tuple shape)
 cdef object export_array_struct(const TensorView* v, object keepalive)
 cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, object dtype,

@@ -12,13 +12,16 @@ from cpython.pycapsule cimport (
     PyCapsule_New, PyCapsule_SetContext,
 )
 from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.string cimport strlen
 from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libcpp.string cimport string
 
 from dlpackarray.abi cimport DLDataType, kDLBfloat, kDLCPU, kDLUInt
 from dlpackarray.core cimport (
     TensorView, device_is_host_accessible, dtype_equal, dtype_from_typestr, dtype_itemsize,
-    dtype_name, is_c_contiguous, kMaxNdim, set_c_strides, typestr_from_dtype, validate,
+    dtype_name, is_c_contiguous, kMaxNdim, pep3118_from_dtype, set_c_strides,
+    typestr_from_dtype, validate,
     validate_within,
 )
 from dlpackarray._buffer cimport BufferOwner
@@ -41,6 +44,14 @@ cdef str _where(object ctx):
 
 # -- shared field parsers ----------------------------------------------------
 
+cdef inline int64_t _int_field(object item, object ctx, str field, Py_ssize_t i) except? -1:
+    """A Python int entry of shape/strides as int64 (OverflowError naming it)."""
+    try:
+        return <int64_t>item
+    except OverflowError:
+        raise OverflowError(f"{_where(ctx)}: {field}[{i}] = {item} does not fit in int64") from None
+
+
 cdef int _parse_shape(object shape, object ctx, TensorView* out) except -1:
     cdef Py_ssize_t n, i
     if type(shape) is not tuple:
@@ -53,10 +64,8 @@ cdef int _parse_shape(object shape, object ctx, TensorView* out) except -1:
     out.ndim = <int>n
     for i in range(n):
         item = (<tuple>shape)[i]
-        if type(item) is int and -0x7fffffffffffffff <= item <= 0x7fffffffffffffff:
-            out.shape[i] = <int64_t>item
-        else:
-            out.shape[i] = as_int64(item, f"{_where(ctx)}: shape[{i}]")
+        out.shape[i] = as_int64(item, f"{_where(ctx)}: shape[{i}]") if type(item) is not int \
+            else _int_field(item, ctx, "shape", i)
     return 0
 
 
@@ -76,22 +85,34 @@ cdef int _parse_byte_strides(object strides, object ctx, const char* src,
                          f"'shape' has {out.ndim}")
     for i in range(out.ndim):
         item = (<tuple>strides)[i]
-        if type(item) is int and -0x7fffffffffffffff <= item <= 0x7fffffffffffffff:
-            byte_strides[i] = <int64_t>item
-        else:
-            byte_strides[i] = as_int64(item, f"{_where(ctx)}: strides[{i}]")
+        byte_strides[i] = as_int64(item, f"{_where(ctx)}: strides[{i}]") if type(item) is not int \
+            else _int_field(item, ctx, "strides", i)
     set_strides_from_bytes(out[0], byte_strides, src)
     return 0
 
 
+# Parsed typestrs (only valid, short ones: a few dozen entries at most): the
+# import hot path then costs one dict lookup instead of a parse.
+cdef dict _typestr_cache = {}
+
+
 cdef DLDataType _typestr_dtype(object typestr, object ctx) except *:
+    cdef Py_ssize_t n
+    cdef const char* text
+    cdef DLDataType dt
+    cached = _typestr_cache.get(typestr) if type(typestr) is str else None
+    if cached is not None:
+        dt.code, dt.bits, dt.lanes = <tuple>cached
+        return dt
     if not isinstance(typestr, str):
         raise TypeError(f"{_where(ctx)}: 'typestr' must be a str, got {type(typestr).__name__}")
-    try:
-        encoded = (<str>typestr).encode("ascii")
-    except UnicodeEncodeError:
-        raise TypeError(f"{_where(ctx)}: invalid typestr {typestr!r}") from None
-    return dtype_from_typestr(encoded)
+    text = PyUnicode_AsUTF8AndSize(typestr, &n)
+    if not (<str>typestr).isascii() or <size_t>n != strlen(text):
+        raise TypeError(f"{_where(ctx)}: invalid typestr {typestr!r}")
+    dt = dtype_from_typestr(text)
+    if type(typestr) is str and n <= 4:  # canonical spellings only: the cache stays small
+        _typestr_cache[typestr] = (dt.code, dt.bits, dt.lanes)
+    return dt
 
 
 cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except *:
@@ -115,6 +136,8 @@ cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except 
         raise TypeError(f"{_where(ctx)}: 'descr' entries must be (name, format[, shape]) tuples, "
                         f"got {field!r}")
     name, fmt = (<tuple>field)[0], (<tuple>field)[1]
+    if len(<tuple>field) == 2 and fmt is typestr and type(name) is str and not name:
+        return _typestr_dtype(typestr, ctx)  # NumPy's default [('', typestr)]
     if name != "":
         raise TypeError(f"{_where(ctx)}: 'descr' has a named field {name!r}: a structured dtype, "
                         "which DLPack cannot describe")
@@ -192,19 +215,22 @@ cdef object view_from_array_interface(object obj, object iface, TensorView* out)
         if len(<tuple>data) != 2:
             raise TypeError(f"{_where(ctx)}: 'data' must be a (pointer, readonly) pair, got {data!r}")
         p, ro = (<tuple>data)[0], (<tuple>data)[1]
-        if isinstance(p, bool) or not isinstance(p, int):
-            raise TypeError(f"{_where(ctx)}: the data pointer must be an int, got {type(p).__name__}")
-        if p < 0 or p > <uint64_t>(<uintptr_t>-1):
-            raise ValueError(f"{_where(ctx)}: data pointer {p} is not a valid address")
-        if not isinstance(ro, (bool, int)):
-            raise TypeError(f"{_where(ctx)}: the read-only flag must be a bool, got {type(ro).__name__}")
-        ptr = p
+        if type(p) is not int and (isinstance(p, bool) or not isinstance(p, int)):
+            raise TypeError(f"{_where(ctx)}: the data pointer must be an int, "
+                            f"got {type(p).__name__}")
+        try:
+            ptr = <uintptr_t>p
+        except OverflowError:
+            raise ValueError(f"{_where(ctx)}: data pointer {p} is not a valid address") from None
+        if ro is not True and ro is not False and not isinstance(ro, int):
+            raise TypeError(f"{_where(ctx)}: the read-only flag must be a bool, "
+                            f"got {type(ro).__name__}")
         # Spec: with an explicit pointer 'offset' is ignored; the pointer is
         # the first element.  The exporter keeps the memory alive, so the
         # owner is the exporter itself.
         out.data = <void*><uintptr_t>ptr
         out.byte_offset = 0
-        out.readonly = bool(ro)
+        out.readonly = ro is True or (ro is not False and bool(ro))
         validate(out[0])
         return obj
     if data is None:
@@ -389,8 +415,10 @@ cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, obj
             f"__array__ needs host memory; this array lives on device type "
             f"{<int>v.device.device_type}")
     np = _import_numpy()
-    if typestr_from_dtype(v.dtype).size() != 0:
-        arr = np.asarray(_InterfaceHolder(export_array_interface(v, shape), keepalive))
+    if pep3118_from_dtype(v.dtype) != NULL:
+        # The buffer protocol is NumPy's fastest zero-copy route; the
+        # memoryview's Py_buffer keeps `keepalive` (the exporter) alive.
+        arr = np.asarray(memoryview(keepalive))
     else:
         # bfloat16/float8: NumPy knows them only through ml_dtypes.  Describe
         # the same bytes as unsigned ints of the same width and reinterpret.
