@@ -8,11 +8,17 @@ import sys
 
 import numpy as np
 import pytest
-
 from array_struct_ctypes import (
-    ALIGNED, ARR_HAS_DESCR, C_CONTIGUOUS, F_CONTIGUOUS, NOTSWAPPED, WRITEABLE, StructExporter,
+    ALIGNED,
+    ARR_HAS_DESCR,
+    C_CONTIGUOUS,
+    F_CONTIGUOUS,
+    NOTSWAPPED,
+    WRITEABLE,
+    StructExporter,
     read_struct,
 )
+
 from dlpackarray import DLPackArray
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -65,7 +71,7 @@ def test_export_interface_absent_for_dtypes_without_typestr(dtype):
     assert not hasattr(d, "__array_interface__")
     assert not hasattr(d, "__array_struct__")
     with pytest.raises(AttributeError, match=dtype):
-        d.__array_interface__
+        _ = d.__array_interface__
 
 
 # -- export: __array_struct__ ----------------------------------------------------
@@ -399,18 +405,18 @@ def test_from_buffer_nd_strided_and_readonly():
 
 
 @pytest.mark.parametrize("kwargs, exc, text", [
-    (dict(shape=(4, 4)), ValueError, "outside the source buffer of 24 bytes"),
-    (dict(shape=(2,), strides=(24,)), ValueError, "outside"),
-    (dict(shape=(2,), offset=24), ValueError, "outside"),
-    (dict(shape=(2,), strides=(-4,)), ValueError, "outside"),
-    (dict(offset=30), ValueError, "beyond the end"),
-    (dict(offset=2, dtype="int32"), ValueError, "not a multiple of the item size"),
-    (dict(strides=(4,)), ValueError, "explicit shape"),
-    (dict(shape=(2,), strides=(3,)), BufferError, "not a multiple of the item size"),
-    (dict(offset=-1), ValueError, ">= 0"),
-    (dict(shape=(-1,)), ValueError, "negative"),
-    (dict(shape=("2",)), TypeError, "must be an integer"),
-    (dict(dtype="nope"), TypeError, "unknown dtype"),
+    ({"shape": (4, 4)}, ValueError, "outside the source buffer of 24 bytes"),
+    ({"shape": (2,), "strides": (24,)}, ValueError, "outside"),
+    ({"shape": (2,), "offset": 24}, ValueError, "outside"),
+    ({"shape": (2,), "strides": (-4,)}, ValueError, "outside"),
+    ({"offset": 30}, ValueError, "beyond the end"),
+    ({"offset": 2, "dtype": "int32"}, ValueError, "not a multiple of the item size"),
+    ({"strides": (4,)}, ValueError, "explicit shape"),
+    ({"shape": (2,), "strides": (3,)}, BufferError, "not a multiple of the item size"),
+    ({"offset": -1}, ValueError, ">= 0"),
+    ({"shape": (-1,)}, ValueError, "negative"),
+    ({"shape": ("2",)}, TypeError, "must be an integer"),
+    ({"dtype": "nope"}, TypeError, "unknown dtype"),
 ])
 def test_from_buffer_errors(kwargs, exc, text):
     kwargs.setdefault("dtype", "uint16")

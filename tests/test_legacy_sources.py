@@ -11,8 +11,8 @@ import array
 import ctypes
 import mmap
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -46,7 +46,7 @@ def file_with(tmp_path, values):
 def mmap_case(tmp_path, writable):
     values = np.arange(12, dtype=np.float32) * 1.5
     path = file_with(tmp_path, values)
-    f = open(path, "r+b" if writable else "rb")
+    f = open(path, "r+b" if writable else "rb")  # noqa: SIM115 - closed by the fixture
     mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
 
     def readback():
@@ -60,7 +60,7 @@ def mmap_case(tmp_path, writable):
 def mmap_bytes_case(tmp_path):
     values = np.arange(10, dtype=np.uint8)
     path = file_with(tmp_path, values)
-    f = open(path, "rb")
+    f = open(path, "rb")  # noqa: SIM115 - closed by the fixture
     mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     return Case(mm, DLPackArray, lambda: np.frombuffer(path.read_bytes(), np.uint8), False, [mm, f])
 

@@ -6,10 +6,10 @@ import ctypes
 
 import numpy as np
 import pytest
+from array_struct_ctypes import ARR_HAS_DESCR, NOTSWAPPED, WRITEABLE, StructExporter
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from array_struct_ctypes import ARR_HAS_DESCR, NOTSWAPPED, WRITEABLE, StructExporter
 from dlpackarray import DLPackArray
 
 CLEAR_ERRORS = (TypeError, ValueError, BufferError, OverflowError)
@@ -124,24 +124,24 @@ def test_interface_property_errors_propagate():
 
 
 @pytest.mark.parametrize("fields, exc, text", [
-    (dict(two=3), ValueError, "'two' field is 3"),
-    (dict(nd=-1), ValueError, "nd = -1"),
-    (dict(nd=65, shape=(1,) * 65), ValueError, "nd = 65"),
-    (dict(nd=2, shape=None), ValueError, "NULL shape pointer"),
-    (dict(itemsize=0), ValueError, "itemsize 0"),
-    (dict(itemsize=3), TypeError, "24-bit"),
-    (dict(typekind=b"V"), TypeError, "typekind 'V'"),
-    (dict(typekind=b"O", itemsize=8), TypeError, "typekind 'O'"),
-    (dict(typekind=b"\x00"), TypeError, r"\(byte 0\)"),
-    (dict(flags=WRITEABLE), BufferError, "byte-swapped"),
-    (dict(data=0), ValueError, "NULL"),
-    (dict(shape=(-2,)), ValueError, "negative"),
-    (dict(strides=(6,)), BufferError, "not a multiple of the item size"),
-    (dict(flags=NOTSWAPPED | ARR_HAS_DESCR, descr=5), TypeError, "'descr' must be a list"),
-    (dict(flags=NOTSWAPPED | ARR_HAS_DESCR, descr=[("a", "<i4"), ("b", "<i4")]), TypeError,
+    ({"two": 3}, ValueError, "'two' field is 3"),
+    ({"nd": -1}, ValueError, "nd = -1"),
+    ({"nd": 65, "shape": (1,) * 65}, ValueError, "nd = 65"),
+    ({"nd": 2, "shape": None}, ValueError, "NULL shape pointer"),
+    ({"itemsize": 0}, ValueError, "itemsize 0"),
+    ({"itemsize": 3}, TypeError, "24-bit"),
+    ({"typekind": b"V"}, TypeError, "typekind 'V'"),
+    ({"typekind": b"O", "itemsize": 8}, TypeError, "typekind 'O'"),
+    ({"typekind": b"\x00"}, TypeError, r"\(byte 0\)"),
+    ({"flags": WRITEABLE}, BufferError, "byte-swapped"),
+    ({"data": 0}, ValueError, "NULL"),
+    ({"shape": (-2,)}, ValueError, "negative"),
+    ({"strides": (6,)}, BufferError, "not a multiple of the item size"),
+    ({"flags": NOTSWAPPED | ARR_HAS_DESCR, "descr": 5}, TypeError, "'descr' must be a list"),
+    ({"flags": NOTSWAPPED | ARR_HAS_DESCR, "descr": [("a", "<i4"), ("b", "<i4")]}, TypeError,
      "structured"),
-    (dict(flags=NOTSWAPPED | ARR_HAS_DESCR, descr=[("", "<f4")]), TypeError, "disagree"),
-    (dict(name=b"dltensor"), TypeError, "capsule named 'dltensor'"),
+    ({"flags": NOTSWAPPED | ARR_HAS_DESCR, "descr": [("", "<f4")]}, TypeError, "disagree"),
+    ({"name": b"dltensor"}, TypeError, "capsule named 'dltensor'"),
 ])
 def test_malformed_struct(fields, exc, text):
     fields.setdefault("data", PTR)
@@ -272,27 +272,27 @@ def capsules(draw):
     kind, itemsize = draw(st.sampled_from([(b"i", 4), (b"u", 1), (b"f", 8), (b"c", 16), (b"b", 1),
                                            (b"f", 2)]))
     nd = draw(st.integers(0, 3))
-    fields = dict(two=2, nd=nd, typekind=kind, itemsize=itemsize, flags=NOTSWAPPED | WRITEABLE,
-                  shape=draw(st.lists(st.integers(0, 4), min_size=nd, max_size=nd)),
-                  strides=None, data=ctypes.addressof(buf), descr=None, name=None)
+    fields = {"two": 2, "nd": nd, "typekind": kind, "itemsize": itemsize, "flags": NOTSWAPPED | WRITEABLE,
+                  "shape": draw(st.lists(st.integers(0, 4), min_size=nd, max_size=nd)),
+                  "strides": None, "data": ctypes.addressof(buf), "descr": None, "name": None}
     if draw(st.booleans()):
         fields["strides"] = [itemsize * draw(st.integers(-4, 4)) for _ in range(nd)]
-    wrong = dict(
-        two=st.integers(-2**31, 2**31 - 1),
-        nd=st.one_of(st.integers(-3, 6), st.sampled_from([64, 65, 200, -2**31])),
-        typekind=st.one_of(st.sampled_from([b"V", b"O", b"S", b"i", b"c"]),
+    wrong = {
+        "two": st.integers(-2**31, 2**31 - 1),
+        "nd": st.one_of(st.integers(-3, 6), st.sampled_from([64, 65, 200, -2**31])),
+        "typekind": st.one_of(st.sampled_from([b"V", b"O", b"S", b"i", b"c"]),
                            st.binary(min_size=1, max_size=1)),
-        itemsize=st.one_of(st.sampled_from([0, 3, 16, 32]), st.integers(-2**31, 2**31 - 1)),
-        flags=st.integers(0, 0xFFF),
-        shape=st.one_of(st.none(), st.lists(st.integers(-2**63, 2**63 - 1), max_size=3)),
-        strides=st.lists(st.one_of(st.integers(-9, 9), st.integers(-2**63, 2**63 - 1)),
+        "itemsize": st.one_of(st.sampled_from([0, 3, 16, 32]), st.integers(-2**31, 2**31 - 1)),
+        "flags": st.integers(0, 0xFFF),
+        "shape": st.one_of(st.none(), st.lists(st.integers(-2**63, 2**63 - 1), max_size=3)),
+        "strides": st.lists(st.one_of(st.integers(-9, 9), st.integers(-2**63, 2**63 - 1)),
                          max_size=3),
-        data=st.sampled_from([0, 1]),
-        descr=st.one_of(garbage, st.just([("", "<i4")]),
+        "data": st.sampled_from([0, 1]),
+        "descr": st.one_of(garbage, st.just([("", "<i4")]),
                         st.lists(st.tuples(st.text(max_size=2), st.sampled_from(TYPESTRS)),
                                  max_size=2)),
-        name=st.sampled_from([b"dltensor", b"x"]),
-    )
+        "name": st.sampled_from([b"dltensor", b"x"]),
+    }
     for key in draw(st.lists(st.sampled_from(sorted(wrong)), max_size=3, unique=True)):
         fields[key] = draw(wrong[key])
         if key == "descr":

@@ -50,12 +50,12 @@ void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out) {
                                "; the supported range is 0.." + std::to_string(kMaxNdim));
   }
   if (s.nd > 0 && s.shape == nullptr) {
-    fail(ErrorKind::Value, "__array_struct__ has nd = " + std::to_string(s.nd) +
-                               " but a NULL shape pointer");
+    fail(ErrorKind::Value,
+         "__array_struct__ has nd = " + std::to_string(s.nd) + " but a NULL shape pointer");
   }
   if (s.itemsize <= 0) {
-    fail(ErrorKind::Value, "__array_struct__ has itemsize " + std::to_string(s.itemsize) +
-                               "; it must be positive");
+    fail(ErrorKind::Value,
+         "__array_struct__ has itemsize " + std::to_string(s.itemsize) + "; it must be positive");
   }
   const char k = s.typekind;
   if (k != 'b' && k != 'i' && k != 'u' && k != 'f' && k != 'c') {
@@ -69,7 +69,8 @@ void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out) {
          "in native byte order");
   }
   // Byte order is settled above, so '=' (native) is exact here.
-  const std::string typestr = std::string(s.itemsize == 1 ? "|" : "=") + k + std::to_string(s.itemsize);
+  const std::string typestr =
+      std::string(s.itemsize == 1 ? "|" : "=") + k + std::to_string(s.itemsize);
   TensorView v;
   v.dtype = dtype_from_typestr(typestr.c_str());
   v.data = s.data;
@@ -108,16 +109,19 @@ int array_struct_flags(const TensorView& v) {
 ArrayInterfaceStruct* new_array_struct(const TensorView& v) {
   const std::string typestr = typestr_from_dtype(v.dtype);
   if (typestr.empty()) {
-    fail(ErrorKind::Buffer, "dtype " + dtype_name(v.dtype) +
-                                " has no array-interface typestr; export it through DLPack instead");
+    fail(ErrorKind::Buffer,
+         "dtype " + dtype_name(v.dtype) +
+             " has no array-interface typestr; export it through DLPack instead");
   }
   const int64_t itemsize = dtype_itemsize(v.dtype);
   const size_t n = size_t(v.ndim);
-  static_assert(sizeof(ArrayInterfaceStruct) % alignof(intptr_t) == 0, "arrays must follow aligned");
+  static_assert(sizeof(ArrayInterfaceStruct) % alignof(intptr_t) == 0,
+                "arrays must follow aligned");
   void* block = std::malloc(sizeof(ArrayInterfaceStruct) + 2 * n * sizeof(intptr_t) + 1);
   if (block == nullptr) fail(ErrorKind::Memory, "could not allocate a PyArrayInterface");
   auto* s = static_cast<ArrayInterfaceStruct*>(block);
-  auto* arrays = reinterpret_cast<intptr_t*>(static_cast<char*>(block) + sizeof(ArrayInterfaceStruct));
+  auto* arrays =
+      reinterpret_cast<intptr_t*>(static_cast<char*>(block) + sizeof(ArrayInterfaceStruct));
   s->two = 2;
   s->nd = v.ndim;
   s->typekind = typestr[1];

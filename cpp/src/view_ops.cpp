@@ -12,13 +12,15 @@ namespace {
 
 int64_t mul_checked(int64_t a, int64_t b, const char* what) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
   return r;
 }
 
 int64_t add_checked(int64_t a, int64_t b, const char* what) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
+  if (__builtin_add_overflow(a, b, &r))
+    fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
   return r;
 }
 
@@ -98,8 +100,8 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
   int64_t delta = 0;
   auto emit = [&](int64_t extent, int64_t stride) {
     if (dst >= kMaxNdim) {
-      fail(ErrorKind::Index, "the indexing result would have more than " + std::to_string(kMaxNdim) +
-                                 " dimensions");
+      fail(ErrorKind::Index,
+           "the indexing result would have more than " + std::to_string(kMaxNdim) + " dimensions");
     }
     r.shape[dst] = extent;
     r.strides[dst] = stride;
@@ -157,8 +159,8 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
 
 void reshape_view(const TensorView& in, const int64_t* shape, int32_t ndim, TensorView* out) {
   if (ndim < 0 || ndim > kMaxNdim) {
-    fail(ErrorKind::Value, "cannot reshape into " + std::to_string(ndim) +
-                               " dimensions; at most " + std::to_string(kMaxNdim) + " are supported");
+    fail(ErrorKind::Value, "cannot reshape into " + std::to_string(ndim) + " dimensions; at most " +
+                               std::to_string(kMaxNdim) + " are supported");
   }
   const int64_t size = validate(in).size;
   TensorView r = in;
@@ -179,8 +181,8 @@ void reshape_view(const TensorView& in, const int64_t* shape, int32_t ndim, Tens
   }
   if (inferred >= 0) {
     if (known == 0 || size % known != 0) {
-      fail(ErrorKind::Value, "cannot reshape array of size " + std::to_string(size) + " into shape " +
-                                 tuple_text(shape, ndim));
+      fail(ErrorKind::Value, "cannot reshape array of size " + std::to_string(size) +
+                                 " into shape " + tuple_text(shape, ndim));
     }
     r.shape[inferred] = size / known;
   } else if (known != size) {
@@ -221,11 +223,10 @@ void reshape_view(const TensorView& in, const int64_t* shape, int32_t ndim, Tens
     }
     for (int32_t k = oi; k < oj - 1; ++k) {
       if (ost[k] != ost[k + 1] * os[k + 1]) {
-        fail(ErrorKind::Value,
-             "cannot reshape a view of shape " + tuple_text(in.shape, in.ndim) + " and strides " +
-                 tuple_text(in.strides, in.ndim) + " (in elements) into shape " +
-                 tuple_text(r.shape, ndim) +
-                 " without copying; reshape never copies, call .copy() first");
+        fail(ErrorKind::Value, "cannot reshape a view of shape " + tuple_text(in.shape, in.ndim) +
+                                   " and strides " + tuple_text(in.strides, in.ndim) +
+                                   " (in elements) into shape " + tuple_text(r.shape, ndim) +
+                                   " without copying; reshape never copies, call .copy() first");
       }
     }
     r.strides[nj - 1] = ost[oj - 1];
@@ -254,7 +255,9 @@ void permute_view(const TensorView& in, const int64_t* axes, int32_t naxes, Tens
                                  std::to_string(in.ndim) + " dimensions");
     }
     if (a < 0) a += in.ndim;
-    if (seen[a]) fail(ErrorKind::Value, "repeated axis " + std::to_string(a) + " in " + tuple_text(axes, naxes));
+    if (seen[a])
+      fail(ErrorKind::Value,
+           "repeated axis " + std::to_string(a) + " in " + tuple_text(axes, naxes));
     seen[a] = true;
     r.shape[i] = in.shape[a];
     r.strides[i] = in.strides[a];
@@ -275,7 +278,8 @@ void dtype_view(const TensorView& in, DLDataType dtype, TensorView* out) {
   const std::string what = "cannot view " + dtype_name(in.dtype) + " data as " + dtype_name(dtype);
   if (in.ndim == 0) {
     fail(ErrorKind::Value, what + ": a 0-d view cannot change its item size (" +
-                               std::to_string(old_size) + " -> " + std::to_string(new_size) + " bytes)");
+                               std::to_string(old_size) + " -> " + std::to_string(new_size) +
+                               " bytes)");
   }
   const int32_t last = in.ndim - 1;
   if (in.shape[last] != 1 && in.strides[last] != 1) {

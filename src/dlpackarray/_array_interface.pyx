@@ -17,7 +17,7 @@ from libc.string cimport strlen
 from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libcpp.string cimport string
 
-from dlpackarray.abi cimport DLDataType, kDLBfloat, kDLCPU, kDLUInt
+from dlpackarray.abi cimport DLDataType, kDLCPU, kDLUInt
 from dlpackarray.core cimport (
     TensorView, device_is_host_accessible, dtype_equal, dtype_from_typestr, dtype_itemsize,
     dtype_name, is_c_contiguous, kMaxNdim, pep3118_from_dtype, set_c_strides,
@@ -142,7 +142,8 @@ cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except 
         raise TypeError(f"{_where(ctx)}: 'descr' has a named field {name!r}: a structured dtype, "
                         "which DLPack cannot describe")
     if len(<tuple>field) == 3:
-        raise TypeError(f"{_where(ctx)}: 'descr' field has a sub-array shape {(<tuple>field)[2]!r}: "
+        raise TypeError(f"{_where(ctx)}: 'descr' field has a sub-array shape "
+                        f"{(<tuple>field)[2]!r}: "
                         "a structured dtype, which DLPack cannot describe")
     if not isinstance(fmt, str):
         raise TypeError(f"{_where(ctx)}: 'descr' field format must be a typestr, got {fmt!r} "
@@ -150,8 +151,8 @@ cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except 
     from_descr = _typestr_dtype(fmt, ctx)
     if isinstance(typestr, str) and len(<str>typestr) >= 2 and (<str>typestr)[1] == "V":
         if (<str>typestr)[2:] != str(dtype_itemsize(from_descr)):
-            raise TypeError(f"{_where(ctx)}: typestr {typestr!r} and descr format {fmt!r} disagree on "
-                            "the item size")
+            raise TypeError(f"{_where(ctx)}: typestr {typestr!r} and descr format {fmt!r} "
+                            "disagree on the item size")
         return from_descr
     cdef DLDataType dt = _typestr_dtype(typestr, ctx)
     if not dtype_equal(dt, from_descr):
@@ -193,7 +194,8 @@ cdef object view_from_array_interface(object obj, object iface, TensorView* out)
         raise ValueError(f"{_where(ctx)} has version {version}; only version 3 is understood")
     mask = d.get("mask")
     if mask is not None:
-        raise ValueError(f"{_where(ctx)} has a 'mask'; masked arrays cannot be exchanged through DLPack")
+        raise ValueError(f"{_where(ctx)} has a 'mask'; masked arrays cannot be exchanged "
+                         "through DLPack")
     typestr = d.get("typestr")
     shape = d.get("shape")
     if typestr is None or shape is None:
@@ -213,7 +215,8 @@ cdef object view_from_array_interface(object obj, object iface, TensorView* out)
     data = d.get("data")
     if type(data) is tuple:
         if len(<tuple>data) != 2:
-            raise TypeError(f"{_where(ctx)}: 'data' must be a (pointer, readonly) pair, got {data!r}")
+            raise TypeError(f"{_where(ctx)}: 'data' must be a (pointer, readonly) pair, "
+                            f"got {data!r}")
         p, ro = (<tuple>data)[0], (<tuple>data)[1]
         if type(p) is not int and (isinstance(p, bool) or not isinstance(p, int)):
             raise TypeError(f"{_where(ctx)}: the data pointer must be an int, "
@@ -241,8 +244,8 @@ cdef object view_from_array_interface(object obj, object iface, TensorView* out)
     elif PyObject_CheckBuffer(data):
         buf = _contiguous_buffer(data, ctx)
     else:
-        raise TypeError(f"{_where(ctx)}: 'data' must be None, a (pointer, readonly) tuple or a buffer "
-                        f"object, got {type(data).__name__}")
+        raise TypeError(f"{_where(ctx)}: 'data' must be None, a (pointer, readonly) tuple or a "
+                        f"buffer object, got {type(data).__name__}")
     out.data = buf.buf.buf
     out.byte_offset = <uint64_t>offset
     out.readonly = buf.buf.readonly != 0

@@ -14,9 +14,9 @@ namespace dla {
 // memory order, `shape`/`strides` are Py_intptr_t arrays, `descr` a PyObject*
 // that is only meaningful when kArrHasDescr is set.
 struct ArrayInterfaceStruct {
-  int two;         // always 2: the sanity check of the protocol
+  int two;  // always 2: the sanity check of the protocol
   int nd;
-  char typekind;   // typestr kind character: 'b', 'i', 'u', 'f', 'c', ...
+  char typekind;  // typestr kind character: 'b', 'i', 'u', 'f', 'c', ...
   int itemsize;
   int flags;
   intptr_t* shape;
