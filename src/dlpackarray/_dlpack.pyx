@@ -42,6 +42,10 @@ cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
     cdef DLManagedTensorVersioned* mv
     cdef DLManagedTensor* ml
     cdef const char* name
+    if not PyCapsule_CheckExact(capsule):
+        # e.g. a producer whose __dlpack__ returned something else.
+        raise TypeError(
+            f"expected a DLPack PyCapsule, got a '{type(capsule).__name__}' object")
     if PyCapsule_IsValid(capsule, kCapsuleVersioned):
         mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, kCapsuleVersioned)
         # Renaming first transfers ownership: from here on the producer's
