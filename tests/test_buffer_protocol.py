@@ -7,13 +7,13 @@ import ctypes
 import mmap
 import sys
 
+import dlpack_ctypes as dc
 import numpy as np
 import pytest
+from conftest import require_ml_dtypes
 from hypothesis import given
 from hypothesis import strategies as st
 
-import dlpack_ctypes as dc
-from conftest import require_ml_dtypes
 from dlpackarray import DLPackArray
 
 # --- ctypes access to PyObject_GetBuffer with explicit flags -----------------

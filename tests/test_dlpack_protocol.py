@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import enum
 
+import dlpack_ctypes as dc
 import numpy as np
 import pytest
 
-import dlpack_ctypes as dc
 from dlpackarray import DLPACK_VERSION, DLDeviceType, DLPackArray, from_dlpack
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ctypes
 import sys
 
+import dlpack_ctypes as dc
 import numpy as np
 import pytest
 
-import dlpack_ctypes as dc
 from dlpackarray import MAX_NDIM, DLPackArray, DType, from_dlpack
 
 
@@ -131,7 +131,7 @@ def test_ndim_out_of_range(ndim):
 
 
 def test_ndim_64_is_fine():
-    x, p = consume(shape=(1,) * 64, strides=(1,) * 64)
+    x, _ = consume(shape=(1,) * 64, strides=(1,) * 64)
     assert x.ndim == 64
 
 
