@@ -223,3 +223,19 @@ def test_no_growth_over_many_iterations():
     # bytes; allow a little allocator noise.
     assert py_growth < 64 * 1024
     assert c_growth < 128 * 1024
+
+
+def test_gc_collects_cycles_through_a_buffer_exporter():
+    """A source that refers back to its own DLPackArray is still collected:
+    the Py_buffer's reference to the exporter is visible to the collector."""
+
+    class Buf(bytearray):
+        pass
+
+    src = Buf(32)
+    src.array = DLPackArray(src)
+    src.view = memoryview(src.array)
+    ref = weakref.ref(src)
+    del src
+    gc.collect()
+    assert ref() is None
