@@ -64,7 +64,7 @@ def test_text_report_lists_every_library_with_its_version(text_run):
 def test_text_report_has_one_marked_line_per_check(text_run):
     check_lines = [ln.strip() for ln in text_run.stdout.splitlines() if ln.strip()[:1] == "["]
     assert len(check_lines) == len(_report.CHECKS)
-    for line, check in zip(check_lines, _report.CHECKS):
+    for line, check in zip(check_lines, _report.CHECKS, strict=True):
         assert line[:6] in ("[PASS]", "[SKIP]"), line
         assert check.name in line
     summary = text_run.stdout.strip().splitlines()[-1]

@@ -87,7 +87,10 @@ def _expect(condition: bool, message: str) -> None:
 
 def _same_pointer(got: int, expected: int, what: str) -> None:
     # Equal first-element addresses are the proof that no copy was made.
-    _expect(got == expected, f"{what}: data pointer 0x{got:x} != 0x{expected:x} (data was copied)")
+    _expect(
+        got == expected,
+        f"{what}: data pointer 0x{got:x} != 0x{expected:x} (data was copied)",
+    )
 
 
 def _addr(buffer) -> int:
@@ -118,7 +121,10 @@ def _check_bytearray() -> str:
     m = memoryview(a)
     _same_pointer(_addr(m), _addr(buf), "memoryview(DLPackArray)")
     m[0] = 255
-    _expect(buf[0] == 255, "a write through memoryview(DLPackArray) did not reach the bytearray")
+    _expect(
+        buf[0] == 255,
+        "a write through memoryview(DLPackArray) did not reach the bytearray",
+    )
     b = dla.from_dlpack(a)
     _same_pointer(_first(b), _addr(buf), "from_dlpack(DLPackArray)")
     return "bytearray -> DLPackArray -> memoryview / from_dlpack"
@@ -229,7 +235,10 @@ def _check_cupy() -> str:
     dla = _dla()
     x = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)
     a = dla.DLPackArray(x)
-    _expect(int(a.device[0]) == int(dla.DLDeviceType.CUDA), f"device {a.device}, expected CUDA")
+    _expect(
+        int(a.device[0]) == int(dla.DLDeviceType.CUDA),
+        f"device {a.device}, expected CUDA",
+    )
     _same_pointer(_first(a), x.data.ptr, "DLPackArray(cupy.ndarray)")
     y = cupy.from_dlpack(a)
     _same_pointer(y.data.ptr, x.data.ptr, "cupy.from_dlpack(DLPackArray)")
@@ -382,7 +391,9 @@ def format_text(report: dict) -> str:
         "Libraries:",
     ]
     for lib in report["libraries"]:
-        lines.append(f"  {lib['name']:<10} {lib['version'] if lib['installed'] else 'not installed'}")
+        lines.append(
+            f"  {lib['name']:<10} {lib['version'] if lib['installed'] else 'not installed'}"
+        )
     lines += ["", "Zero-copy checks:"]
     counts = {PASS: 0, FAIL: 0, SKIP: 0}
     for r in report["checks"]:
