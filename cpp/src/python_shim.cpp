@@ -37,7 +37,8 @@ void versioned_capsule_destructor(PyObject* capsule) {
   if (!PyCapsule_IsValid(capsule, kCapsuleVersioned)) return;
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
-  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
+  auto* m =
+      static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
   if (m != nullptr && m->deleter != nullptr) m->deleter(m);
   PyErr_Restore(type, value, tb);
 }

@@ -60,7 +60,8 @@ void copy_row_any(const unsigned char* src, int64_t stride, int64_t n, int64_t i
     case 8: return copy_row<8>(src, stride, n, dst);
     case 16: return copy_row<16>(src, stride, n, dst);
     default:
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * itemsize, src + i * stride, size_t(itemsize));
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(dst + i * itemsize, src + i * stride, size_t(itemsize));
   }
 }
 

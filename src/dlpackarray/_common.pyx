@@ -1,7 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Pieces shared by every protocol module: dtype objects, devices, copies."""
 from libc.stdint cimport int64_t
-from libcpp.string cimport string
 
 from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
 from dlpackarray.core cimport (

@@ -16,7 +16,7 @@ from dlpackarray.core cimport (
     TensorView, call_legacy_deleter, call_versioned_deleter, device_is_host_accessible,
     new_legacy_capsule, new_versioned_capsule, validate, view_from_dltensor,
 )
-from dlpackarray._common cimport HeapOwner, copy_to_heap, device_tuple, parse_device
+from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
 
 # What a consumer asks producers for: the newest version we understand.
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
