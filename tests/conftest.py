@@ -34,7 +34,8 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile(
-    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 
 def require(module: str, why: str):
@@ -51,8 +52,9 @@ def require_jax():
     import jax
 
     if not jax.config.jax_enable_x64:
-        pytest.skip("jax was imported before conftest could enable x64; 64-bit dtypes "
-                    "would be truncated")
+        pytest.skip(
+            "jax was imported before conftest could enable x64; 64-bit dtypes would be truncated"
+        )
     return jax
 
 

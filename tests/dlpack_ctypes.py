@@ -87,7 +87,8 @@ _api.PyCapsule_GetName.argtypes = [ctypes.py_object]
 _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _capsule_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", _api))
+    ("PyCapsule_GetPointer", _api)
+)
 
 # Every producer ever made stays referenced here: its struct memory must stay
 # valid even if a (buggy) consumer called the deleter late.
@@ -118,8 +119,7 @@ def tensor_fields(capsule) -> dict:
         "device": (t.device.device_type, t.device.device_id),
         "dtype": (t.dtype.code, t.dtype.bits, t.dtype.lanes),
         "shape": tuple(t.shape[i] for i in range(t.ndim)),
-        "strides": tuple(t.strides[i] for i in range(t.ndim)) if t.strides or not t.ndim
-        else None,
+        "strides": tuple(t.strides[i] for i in range(t.ndim)) if t.strides or not t.ndim else None,
         "strides_is_null": not bool(t.strides),
     }
     if isinstance(m, DLManagedTensorVersioned):
@@ -136,13 +136,29 @@ class Producer:
     that calls the deleter if the capsule is dropped unconsumed; it is off by
     default because a ctypes callback cannot run while a Python exception is
     pending (CPython destroys objects during exception propagation), so such
-    capsules may only be dropped on exception-free paths.  ``deleter_calls`` counts deleter invocations; the source object
-    is kept alive until the deleter has run (like a real producer).
+    capsules may only be dropped on exception-free paths.  ``deleter_calls``
+    counts deleter invocations; the source object is kept alive until the
+    deleter has run (like a real producer).
     """
 
-    def __init__(self, source, *, shape=None, strides=None, dtype=None, versioned=True,
-                 version=(1, 3), flags=0, data=None, byte_offset=0, device=(KDL_CPU, 0),
-                 ndim=None, null_strides=False, null_shape=False, destructor=False):
+    def __init__(
+        self,
+        source,
+        *,
+        shape=None,
+        strides=None,
+        dtype=None,
+        versioned=True,
+        version=(1, 3),
+        flags=0,
+        data=None,
+        byte_offset=0,
+        device=(KDL_CPU, 0),
+        ndim=None,
+        null_strides=False,
+        null_shape=False,
+        destructor=False,
+    ):
         self.id = next(_ids)
         self.deleter_calls = 0
         self.source = source
@@ -169,8 +185,9 @@ class Producer:
         t.ndim = n
         t.dtype = DLDataType(*dtype)
         t.shape = None if null_shape else ctypes.cast(self._shape, c_int64_p)
-        t.strides = None if (null_strides or strides is None) else ctypes.cast(
-            self._strides, c_int64_p)
+        t.strides = (
+            None if (null_strides or strides is None) else ctypes.cast(self._strides, c_int64_p)
+        )
         t.byte_offset = byte_offset
         self._deleter = DELETER(self._on_delete)
         self.struct.deleter = ctypes.cast(self._deleter, ctypes.c_void_p).value
@@ -196,8 +213,9 @@ class Producer:
         self._made = True
         if name is None:
             name = NAME_VERSIONED if self.versioned else NAME_LEGACY
-        destructor = ctypes.cast(self._destructor, ctypes.c_void_p).value \
-            if self._with_destructor else None
+        destructor = (
+            ctypes.cast(self._destructor, ctypes.c_void_p).value if self._with_destructor else None
+        )
         return _api.PyCapsule_New(self.address, ctypes.addressof(name), destructor)
 
 

@@ -35,8 +35,9 @@ def _candidates():
     if spec is not None and spec.submodule_search_locations:
         for loc in spec.submodule_search_locations:
             yield pathlib.Path(loc) / "include" / "dlpack" / "dlpack.h"
-    roots = set(site.getsitepackages() + [site.getusersitepackages(),
-                                          sysconfig.get_paths()["purelib"]])
+    roots = set(
+        site.getsitepackages() + [site.getusersitepackages(), sysconfig.get_paths()["purelib"]]
+    )
     for root in sorted(roots):
         yield from pathlib.Path(root).glob("*/include/dlpack/dlpack.h")
         yield from pathlib.Path(root).glob("*/3rdparty/dlpack/include/dlpack/dlpack.h")
@@ -57,8 +58,17 @@ def compile_check(header: pathlib.Path, *extra):
     if cxx is None:
         pytest.skip("NO C++ COMPILER FOUND: cannot check the DLPack ABI layout")
     include_root = header.parent.parent  # .../include, holding dlpack/dlpack.h
-    cmd = [cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Werror", f"-I{include_root}",
-           f"-I{OUR_INCLUDE}", *extra, str(CHECK)]
+    cmd = [
+        cxx,
+        "-std=c++17",
+        "-fsyntax-only",
+        "-Wall",
+        "-Werror",
+        f"-I{include_root}",
+        f"-I{OUR_INCLUDE}",
+        *extra,
+        str(CHECK),
+    ]
     return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
 
 
@@ -67,8 +77,10 @@ def official_header():
     header, seen = find_official_header()
     if header is None:
         found = ", ".join(f"{h} ({v})" for h, v in seen.items()) or "none"
-        pytest.skip("NO OFFICIAL DLPack 1.3 dlpack.h FOUND (install apache-tvm-ffi); the ABI "
-                    f"layout check did not run. Headers seen: {found}")
+        pytest.skip(
+            "NO OFFICIAL DLPack 1.3 dlpack.h FOUND (install apache-tvm-ffi); the ABI "
+            f"layout check did not run. Headers seen: {found}"
+        )
     return header
 
 
@@ -91,12 +103,24 @@ def test_python_constants_match_header(official_header):
     assert dlpackarray.DLPACK_VERSION == _version(official_header)
     text = official_header.read_text()
     enum_values = dict(re.findall(r"\b(kDL\w+)\s*=\s*(\d+)U?\s*,", text))
-    python_names = {"CPU": "kDLCPU", "CUDA": "kDLCUDA", "CPU_PINNED": "kDLCUDAHost",
-                    "OPENCL": "kDLOpenCL", "VULKAN": "kDLVulkan", "METAL": "kDLMetal",
-                    "VPI": "kDLVPI", "ROCM": "kDLROCM", "ROCM_HOST": "kDLROCMHost",
-                    "EXT_DEV": "kDLExtDev", "CUDA_MANAGED": "kDLCUDAManaged",
-                    "ONE_API": "kDLOneAPI", "WEBGPU": "kDLWebGPU", "HEXAGON": "kDLHexagon",
-                    "MAIA": "kDLMAIA", "TRN": "kDLTrn"}
+    python_names = {
+        "CPU": "kDLCPU",
+        "CUDA": "kDLCUDA",
+        "CPU_PINNED": "kDLCUDAHost",
+        "OPENCL": "kDLOpenCL",
+        "VULKAN": "kDLVulkan",
+        "METAL": "kDLMetal",
+        "VPI": "kDLVPI",
+        "ROCM": "kDLROCM",
+        "ROCM_HOST": "kDLROCMHost",
+        "EXT_DEV": "kDLExtDev",
+        "CUDA_MANAGED": "kDLCUDAManaged",
+        "ONE_API": "kDLOneAPI",
+        "WEBGPU": "kDLWebGPU",
+        "HEXAGON": "kDLHexagon",
+        "MAIA": "kDLMAIA",
+        "TRN": "kDLTrn",
+    }
     assert {m.name for m in DLDeviceType} == set(python_names)
     for member in DLDeviceType:
         assert int(enum_values[python_names[member.name]]) == member.value, member

@@ -115,14 +115,23 @@ def test_import_memoryview_multidim_cast():
     raw = bytearray(range(24))
     x = DLPackArray(memoryview(raw).cast("H", (3, 4)))
     assert (x.shape, x.strides, x.dtype.name) == ((3, 4), (4, 1), "uint16")
-    np.testing.assert_array_equal(np.from_dlpack(x),
-                                  np.frombuffer(raw, np.uint16).reshape(3, 4))
+    np.testing.assert_array_equal(np.from_dlpack(x), np.frombuffer(raw, np.uint16).reshape(3, 4))
 
 
-ARRAY_TYPECODES = {"b": "int8", "B": "uint8", "h": "int16", "H": "uint16", "i": "int32",
-                   "I": "uint32", "l": f"int{8 * ctypes.sizeof(ctypes.c_long)}",
-                   "L": f"uint{8 * ctypes.sizeof(ctypes.c_long)}", "q": "int64",
-                   "Q": "uint64", "f": "float32", "d": "float64"}
+ARRAY_TYPECODES = {
+    "b": "int8",
+    "B": "uint8",
+    "h": "int16",
+    "H": "uint16",
+    "i": "int32",
+    "I": "uint32",
+    "l": f"int{8 * ctypes.sizeof(ctypes.c_long)}",
+    "L": f"uint{8 * ctypes.sizeof(ctypes.c_long)}",
+    "q": "int64",
+    "Q": "uint64",
+    "f": "float32",
+    "d": "float64",
+}
 
 
 @pytest.mark.parametrize("code", sorted(set(array.typecodes)))
@@ -181,9 +190,14 @@ def test_import_ctypes_arrays():
     assert (x.shape, x.dtype.name) == ((2, 3), "float64")
     assert x.data_ptr == ctypes.addressof(a)
     assert np.from_dlpack(x)[1, 2] == 7.5
-    for ct, name in [(ctypes.c_int8, "int8"), (ctypes.c_uint16, "uint16"),
-                     (ctypes.c_int64, "int64"), (ctypes.c_long, ARRAY_TYPECODES["l"]),
-                     (ctypes.c_float, "float32"), (ctypes.c_bool, "bool")]:
+    for ct, name in [
+        (ctypes.c_int8, "int8"),
+        (ctypes.c_uint16, "uint16"),
+        (ctypes.c_int64, "int64"),
+        (ctypes.c_long, ARRAY_TYPECODES["l"]),
+        (ctypes.c_float, "float32"),
+        (ctypes.c_bool, "bool"),
+    ]:
         assert DLPackArray((ct * 2)()).dtype.name == name
 
 
@@ -193,14 +207,30 @@ def test_import_numpy_through_buffer_route_matches_dlpack_route():
     via_dlpack = DLPackArray(a)
     assert via_buffer.shape == via_dlpack.shape
     assert via_buffer.strides == via_dlpack.strides
-    assert via_buffer.data_ptr + via_buffer.byte_offset == \
-        via_dlpack.data_ptr + via_dlpack.byte_offset == address(a)
+    assert (
+        via_buffer.data_ptr + via_buffer.byte_offset
+        == via_dlpack.data_ptr + via_dlpack.byte_offset
+        == address(a)
+    )
 
 
 # --- export ------------------------------------------------------------------
-PEP3118 = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
-           "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
-           "float64": "d", "complex64": "Zf", "complex128": "Zd"}
+PEP3118 = {
+    "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "uint8": "B",
+    "uint16": "H",
+    "uint32": "I",
+    "uint64": "Q",
+    "float16": "e",
+    "float32": "f",
+    "float64": "d",
+    "complex64": "Zf",
+    "complex128": "Zd",
+}
 
 
 @pytest.mark.parametrize("name", sorted(PEP3118))
@@ -237,20 +267,39 @@ def test_export_writable_request_on_readonly():
 
 
 @pytest.mark.parametrize("layout", ["c", "f", "strided", "scalar_like"])
-@pytest.mark.parametrize("flag_name", ["SIMPLE", "ND", "STRIDES", "C_CONTIGUOUS",
-                                       "F_CONTIGUOUS", "ANY_CONTIGUOUS", "RECORDS_RO",
-                                       "FULL_RO"])
+@pytest.mark.parametrize(
+    "flag_name",
+    [
+        "SIMPLE",
+        "ND",
+        "STRIDES",
+        "C_CONTIGUOUS",
+        "F_CONTIGUOUS",
+        "ANY_CONTIGUOUS",
+        "RECORDS_RO",
+        "FULL_RO",
+    ],
+)
 def test_export_contiguity_flags(layout, flag_name):
     base = np.arange(24, dtype=np.int16).reshape(4, 6)
-    a = {"c": base, "f": np.asfortranarray(base), "strided": base[:, ::2],
-         "scalar_like": base[:1, :1]}[layout]
+    a = {
+        "c": base,
+        "f": np.asfortranarray(base),
+        "strided": base[:, ::2],
+        "scalar_like": base[:1, :1],
+    }[layout]
     x = DLPackArray(a)
     flags = globals()[f"PyBUF_{flag_name}"]
     c_ok = a.flags.c_contiguous
     f_ok = a.flags.f_contiguous
     allowed = {
-        "SIMPLE": c_ok, "ND": c_ok, "STRIDES": True, "C_CONTIGUOUS": c_ok,
-        "F_CONTIGUOUS": f_ok, "ANY_CONTIGUOUS": c_ok or f_ok, "RECORDS_RO": True,
+        "SIMPLE": c_ok,
+        "ND": c_ok,
+        "STRIDES": True,
+        "C_CONTIGUOUS": c_ok,
+        "F_CONTIGUOUS": f_ok,
+        "ANY_CONTIGUOUS": c_ok or f_ok,
+        "RECORDS_RO": True,
         "FULL_RO": True,
     }[flag_name]
     if not allowed:
@@ -269,8 +318,13 @@ def test_export_contiguity_flags(layout, flag_name):
         assert info["strides"] == a.strides
     else:
         assert info["strides"] is None
-    assert info["format"] == ("h" if flags & PyBUF_FORMAT and flags & PyBUF_ND == PyBUF_ND
-                              else "B" if flags & PyBUF_FORMAT else None)
+    assert info["format"] == (
+        "h"
+        if flags & PyBUF_FORMAT and flags & PyBUF_ND == PyBUF_ND
+        else "B"
+        if flags & PyBUF_FORMAT
+        else None
+    )
 
 
 def test_export_bfloat16_raises_naming_dtype():

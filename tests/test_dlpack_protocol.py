@@ -21,14 +21,17 @@ def arr():
 
 
 # --- __dlpack__ versions ---------------------------------------------------------
-@pytest.mark.parametrize("max_version, name", [
-    (None, "dltensor"),
-    ((0, 8), "dltensor"),
-    ((1, 0), "dltensor_versioned"),
-    ((1, 3), "dltensor_versioned"),
-    ((1, 99), "dltensor_versioned"),
-    ((2, 0), "dltensor_versioned"),
-])
+@pytest.mark.parametrize(
+    "max_version, name",
+    [
+        (None, "dltensor"),
+        ((0, 8), "dltensor"),
+        ((1, 0), "dltensor_versioned"),
+        ((1, 3), "dltensor_versioned"),
+        ((1, 99), "dltensor_versioned"),
+        ((2, 0), "dltensor_versioned"),
+    ],
+)
 def test_capsule_kind_follows_max_version(arr, max_version, name):
     cap = DLPackArray(arr).__dlpack__(max_version=max_version)
     assert dc.capsule_name(cap) == name
@@ -82,20 +85,23 @@ def test_cpu_other_streams_rejected(arr, stream):
         DLPackArray(arr).__dlpack__(stream=stream)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"stream": "1"}, "stream"),
-    ({"stream": 1.0}, "stream"),
-    ({"max_version": [1, 3]}, "max_version"),
-    ({"max_version": (1,)}, "max_version"),
-    ({"max_version": (1, 3, 0)}, "max_version"),
-    ({"max_version": ("1", "3")}, "max_version"),
-    ({"max_version": 1}, "max_version"),
-    ({"copy": 1}, "copy"),
-    ({"copy": "yes"}, "copy"),
-    ({"dl_device": "cuda"}, "device"),
-    ({"dl_device": (1,)}, "device"),
-    ({"dl_device": (1.0, 0)}, "device"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"stream": "1"}, "stream"),
+        ({"stream": 1.0}, "stream"),
+        ({"max_version": [1, 3]}, "max_version"),
+        ({"max_version": (1,)}, "max_version"),
+        ({"max_version": (1, 3, 0)}, "max_version"),
+        ({"max_version": ("1", "3")}, "max_version"),
+        ({"max_version": 1}, "max_version"),
+        ({"copy": 1}, "copy"),
+        ({"copy": "yes"}, "copy"),
+        ({"dl_device": "cuda"}, "device"),
+        ({"dl_device": (1,)}, "device"),
+        ({"dl_device": (1.0, 0)}, "device"),
+    ],
+)
 def test_bad_argument_types(arr, kwargs, match):
     with pytest.raises(TypeError, match=match):
         DLPackArray(arr).__dlpack__(**kwargs)
@@ -131,8 +137,14 @@ def test_pinned_memory_exported_as_cpu_without_copy(arr):
 
 def test_cuda_data_streams_and_refusals():
     """Device data is never dereferenced: only its descriptor is checked and passed on."""
-    p = dc.Producer(None, shape=(4,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 1),
-                    data=0x10000, device=(dc.KDL_CUDA, 0))
+    p = dc.Producer(
+        None,
+        shape=(4,),
+        strides=(1,),
+        dtype=(dc.KDL_FLOAT, 32, 1),
+        data=0x10000,
+        device=(dc.KDL_CUDA, 0),
+    )
     x = DLPackArray(p.capsule())
     assert x.__dlpack_device__() == (DLDeviceType.CUDA, 0)
     for stream in (None, -1, 1, 2, 0x7F00):
@@ -152,8 +164,9 @@ def test_cuda_data_streams_and_refusals():
 
 
 def test_rocm_streams():
-    p = dc.Producer(None, shape=(2,), strides=(1,), dtype=(dc.KDL_INT, 8, 1), data=0x1000,
-                    device=(10, 0))
+    p = dc.Producer(
+        None, shape=(2,), strides=(1,), dtype=(dc.KDL_INT, 8, 1), data=0x1000, device=(10, 0)
+    )
     x = DLPackArray(p.capsule())
     x.__dlpack__(stream=0)
     for stream in (1, 2):
@@ -171,8 +184,9 @@ def test_dlpack_device_and_info(arr):
 
 
 def test_unknown_device_type_reported_as_int():
-    p = dc.Producer(None, shape=(1,), strides=(1,), dtype=(dc.KDL_INT, 8, 1), data=0x1000,
-                    device=(99, 5))
+    p = dc.Producer(
+        None, shape=(1,), strides=(1,), dtype=(dc.KDL_INT, 8, 1), data=0x1000, device=(99, 5)
+    )
     dev = DLPackArray(p.capsule()).__dlpack_device__()
     assert dev == (99, 5) and type(dev[0]) is int
 
@@ -294,8 +308,11 @@ def test_byte_offset_honoured():
 
 
 def test_size_zero_with_null_data():
-    x = DLPackArray(dc.Producer(None, shape=(0, 3), strides=(3, 1),
-                                dtype=(dc.KDL_FLOAT, 64, 1), data=0).capsule())
+    x = DLPackArray(
+        dc.Producer(
+            None, shape=(0, 3), strides=(3, 1), dtype=(dc.KDL_FLOAT, 64, 1), data=0
+        ).capsule()
+    )
     assert x.shape == (0, 3) and x.size == 0
     assert np.from_dlpack(x).shape == (0, 3)
 

@@ -42,21 +42,33 @@ def assert_rejected(exc, match, **kwargs):
 
 # --- dtypes (dtype.cpp) ----------------------------------------------------------
 def test_lanes_not_one():
-    assert_rejected(BufferError, r"lanes != 1", shape=(2,), strides=(1,),
-                    dtype=(dc.KDL_FLOAT, 32, 4))
+    assert_rejected(
+        BufferError, r"lanes != 1", shape=(2,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 4)
+    )
 
 
-@pytest.mark.parametrize("dtype", [(dc.KDL_INT, 4, 1), (dc.KDL_UINT, 1, 1),
-                                   (dc.KDL_FLOAT4_E2M1FN, 4, 1), (15, 6, 1), (16, 8, 1)])
+@pytest.mark.parametrize(
+    "dtype",
+    [(dc.KDL_INT, 4, 1), (dc.KDL_UINT, 1, 1), (dc.KDL_FLOAT4_E2M1FN, 4, 1), (15, 6, 1), (16, 8, 1)],
+)
 def test_sub_byte_dtypes(dtype):
     assert_rejected(BufferError, "sub-byte", shape=(2,), strides=(1,), dtype=dtype)
 
 
-@pytest.mark.parametrize("dtype", [(dc.KDL_OPAQUE, 64, 1), (dc.KDL_FLOAT, 8, 1),
-                                   (dc.KDL_INT, 128, 1), (dc.KDL_BOOL, 16, 1), (99, 8, 1)])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        (dc.KDL_OPAQUE, 64, 1),
+        (dc.KDL_FLOAT, 8, 1),
+        (dc.KDL_INT, 128, 1),
+        (dc.KDL_BOOL, 16, 1),
+        (99, 8, 1),
+    ],
+)
 def test_unsupported_dtypes(dtype):
-    assert_rejected(BufferError, r"unsupported dtype DLDataType\(code=", shape=(2,),
-                    strides=(1,), dtype=dtype)
+    assert_rejected(
+        BufferError, r"unsupported dtype DLDataType\(code=", shape=(2,), strides=(1,), dtype=dtype
+    )
 
 
 def test_unknown_dtype_name():
@@ -77,15 +89,18 @@ class FakeNumpyDtype:
         self.str = typestr
 
 
-@pytest.mark.parametrize("typestr, exc, match", [
-    ("<q4", TypeError, "invalid array-interface typestr"),
-    ("<i", TypeError, "invalid array-interface typestr"),
-    ("<i99", TypeError, "invalid array-interface typestr"),
-    ("<i3", TypeError, "24-bit type that DLPack cannot represent"),
-    ("|V8", TypeError, r"kind 'V'\) has no DLPack equivalent"),
-    ("|O8", TypeError, r"kind 'O'\) has no DLPack equivalent"),
-    (">f4" if sys.byteorder == "little" else "<f4", BufferError, "byte order"),
-])
+@pytest.mark.parametrize(
+    "typestr, exc, match",
+    [
+        ("<q4", TypeError, "invalid array-interface typestr"),
+        ("<i", TypeError, "invalid array-interface typestr"),
+        ("<i99", TypeError, "invalid array-interface typestr"),
+        ("<i3", TypeError, "24-bit type that DLPack cannot represent"),
+        ("|V8", TypeError, r"kind 'V'\) has no DLPack equivalent"),
+        ("|O8", TypeError, r"kind 'O'\) has no DLPack equivalent"),
+        (">f4" if sys.byteorder == "little" else "<f4", BufferError, "byte order"),
+    ],
+)
 def test_typestr_errors(typestr, exc, match):
     with pytest.raises(exc, match=match):
         DType(FakeNumpyDtype("i", typestr))
@@ -97,14 +112,26 @@ def test_non_native_dtype_name_is_buffer_error():
     assert DType("<f8" if sys.byteorder == "little" else ">f8") == "float64"
 
 
-@pytest.mark.parametrize("make", [
-    lambda: memoryview((type("S", (ctypes.Structure,), {
-        "_fields_": [("a", ctypes.c_int32), ("b", ctypes.c_int8)]}) * 2)()),
-    lambda: memoryview(np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")])),
-    lambda: memoryview(np.zeros(2, dtype=np.longdouble)),
-    lambda: memoryview((ctypes.c_void_p * 2)()),
-    lambda: memoryview(np.zeros((2, 3), np.int8)).cast("B").cast("c"),
-], ids=["ctypes_struct", "numpy_structured", "long_double", "pointer", "char_ok"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: memoryview(
+            (
+                type(
+                    "S",
+                    (ctypes.Structure,),
+                    {"_fields_": [("a", ctypes.c_int32), ("b", ctypes.c_int8)]},
+                )
+                * 2
+            )()
+        ),
+        lambda: memoryview(np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")])),
+        lambda: memoryview(np.zeros(2, dtype=np.longdouble)),
+        lambda: memoryview((ctypes.c_void_p * 2)()),
+        lambda: memoryview(np.zeros((2, 3), np.int8)).cast("B").cast("c"),
+    ],
+    ids=["ctypes_struct", "numpy_structured", "long_double", "pointer", "char_ok"],
+)
 def test_unrepresentable_buffer_formats(make):
     mv = make()
     if mv.format == "c":  # raw chars are bytes: accepted
@@ -126,8 +153,13 @@ def test_wchar_array_format():
 # --- DLTensor checks (managed_tensor.cpp, tensor_view.cpp) ------------------------------
 @pytest.mark.parametrize("ndim", [-1, MAX_NDIM + 1, 1000])
 def test_ndim_out_of_range(ndim):
-    assert_rejected(BufferError, f"ndim {ndim}, outside the supported range 0..64",
-                    shape=(1,), strides=(1,), ndim=ndim)
+    assert_rejected(
+        BufferError,
+        f"ndim {ndim}, outside the supported range 0..64",
+        shape=(1,),
+        strides=(1,),
+        ndim=ndim,
+    )
 
 
 def test_ndim_64_is_fine():
@@ -136,8 +168,7 @@ def test_ndim_64_is_fine():
 
 
 def test_null_shape_pointer():
-    assert_rejected(BufferError, "NULL shape pointer", shape=(3,), strides=(1,),
-                    null_shape=True)
+    assert_rejected(BufferError, "NULL shape pointer", shape=(3,), strides=(1,), null_shape=True)
 
 
 def test_negative_shape():
@@ -145,37 +176,65 @@ def test_negative_shape():
 
 
 def test_element_count_overflow():
-    assert_rejected(OverflowError, "number of elements overflows int64",
-                    shape=(2**62, 8), strides=(8, 1))
+    assert_rejected(
+        OverflowError, "number of elements overflows int64", shape=(2**62, 8), strides=(8, 1)
+    )
 
 
 def test_stride_in_bytes_overflow():
-    assert_rejected(OverflowError, "stride in bytes overflows int64", shape=(2,),
-                    strides=(2**62,), dtype=(dc.KDL_FLOAT, 64, 1))
+    assert_rejected(
+        OverflowError,
+        "stride in bytes overflows int64",
+        shape=(2,),
+        strides=(2**62,),
+        dtype=(dc.KDL_FLOAT, 64, 1),
+    )
 
 
 def test_extent_overflow():
-    assert_rejected(OverflowError, "array extent overflows int64", shape=(2, 2),
-                    strides=(2**62, 2**62), dtype=(dc.KDL_UINT, 8, 1))
-    assert_rejected(OverflowError, "array extent overflows int64", shape=(4,),
-                    strides=(2**62,), dtype=(dc.KDL_UINT, 8, 1))
+    assert_rejected(
+        OverflowError,
+        "array extent overflows int64",
+        shape=(2, 2),
+        strides=(2**62, 2**62),
+        dtype=(dc.KDL_UINT, 8, 1),
+    )
+    assert_rejected(
+        OverflowError,
+        "array extent overflows int64",
+        shape=(4,),
+        strides=(2**62,),
+        dtype=(dc.KDL_UINT, 8, 1),
+    )
 
 
 def test_byte_offset_overflow():
-    assert_rejected(OverflowError, "byte_offset 9223372036854775808 overflows int64",
-                    shape=(1,), strides=(1,), byte_offset=2**63)
+    assert_rejected(
+        OverflowError,
+        "byte_offset 9223372036854775808 overflows int64",
+        shape=(1,),
+        strides=(1,),
+        byte_offset=2**63,
+    )
 
 
 def test_extent_wraps_address_space():
-    assert_rejected(OverflowError, "wraps around the address space", shape=(16,),
-                    strides=(1,), data=2**64 - 64)
-    assert_rejected(OverflowError, "wraps around the address space", shape=(16,),
-                    strides=(-1,), data=0x8)
+    assert_rejected(
+        OverflowError, "wraps around the address space", shape=(16,), strides=(1,), data=2**64 - 64
+    )
+    assert_rejected(
+        OverflowError, "wraps around the address space", shape=(16,), strides=(-1,), data=0x8
+    )
 
 
 def test_null_data_with_elements():
-    assert_rejected(ValueError, r"data pointer is NULL but the array has 6 element\(s\)",
-                    shape=(2, 3), strides=(3, 1), data=0)
+    assert_rejected(
+        ValueError,
+        r"data pointer is NULL but the array has 6 element\(s\)",
+        shape=(2, 3),
+        strides=(3, 1),
+        data=0,
+    )
 
 
 def test_strides_not_multiple_of_itemsize():
@@ -185,10 +244,10 @@ def test_strides_not_multiple_of_itemsize():
 
 
 def test_suboffsets_refused():
-    testbuffer = pytest.importorskip("_testbuffer", reason="CPython's _testbuffer makes "
-                                     "PIL-style (suboffset) buffers")
-    pil = testbuffer.ndarray(list(range(12)), shape=[3, 4], format="i",
-                             flags=testbuffer.ND_PIL)
+    testbuffer = pytest.importorskip(
+        "_testbuffer", reason="CPython's _testbuffer makes PIL-style (suboffset) buffers"
+    )
+    pil = testbuffer.ndarray(list(range(12)), shape=[3, 4], format="i", flags=testbuffer.ND_PIL)
     # We never request PyBUF_INDIRECT, so a conforming exporter must refuse.
     with pytest.raises(BufferError, match="suboffsets"):
         DLPackArray(pil)
@@ -219,15 +278,18 @@ def test_bad_copy_argument(copy):
         from_dlpack(np.arange(2), copy=copy)
 
 
-@pytest.mark.parametrize("device, exc, match", [
-    ("gpu", TypeError, "device must be None, 'cpu' or a"),
-    ((1, 0, 0), TypeError, "device must be None, 'cpu' or a"),
-    (("1", 0), TypeError, "device tuple must hold two ints"),
-    ((0, 0), ValueError, "invalid device"),
-    ((1, -1), ValueError, "invalid device"),
-    ((2**31, 0), ValueError, "invalid device"),
-    ((2, 0), BufferError, "dlpackarray copies between host memory only"),
-])
+@pytest.mark.parametrize(
+    "device, exc, match",
+    [
+        ("gpu", TypeError, "device must be None, 'cpu' or a"),
+        ((1, 0, 0), TypeError, "device must be None, 'cpu' or a"),
+        (("1", 0), TypeError, "device tuple must hold two ints"),
+        ((0, 0), ValueError, "invalid device"),
+        ((1, -1), ValueError, "invalid device"),
+        ((2**31, 0), ValueError, "invalid device"),
+        ((2, 0), BufferError, "dlpackarray copies between host memory only"),
+    ],
+)
 def test_bad_device_argument(device, exc, match):
     with pytest.raises(exc, match=match):
         DLPackArray(b"abc", device=device)  # (NumPy's producer would refuse first)
@@ -240,14 +302,26 @@ def test_device_object_accepted():
 
 
 def test_device_data_to_cpu():
-    p = dc.Producer(None, shape=(4,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 1), data=0x1000,
-                    device=(dc.KDL_CUDA, 0))
+    p = dc.Producer(
+        None,
+        shape=(4,),
+        strides=(1,),
+        dtype=(dc.KDL_FLOAT, 32, 1),
+        data=0x1000,
+        device=(dc.KDL_CUDA, 0),
+    )
     cap = p.capsule()
     with pytest.raises(ValueError, match="without a copy, and copy=False was given"):
         DLPackArray(cap, device="cpu", copy=False)
     assert p.deleter_calls == 1
-    q = dc.Producer(None, shape=(4,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 1), data=0x1000,
-                    device=(dc.KDL_CUDA, 0))
+    q = dc.Producer(
+        None,
+        shape=(4,),
+        strides=(1,),
+        dtype=(dc.KDL_FLOAT, 32, 1),
+        data=0x1000,
+        device=(dc.KDL_CUDA, 0),
+    )
     with pytest.raises(BufferError, match="cannot move data from device"):
         DLPackArray(q.capsule(), device="cpu")
     assert q.deleter_calls == 1

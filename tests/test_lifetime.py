@@ -59,8 +59,11 @@ def test_unconsumed_exported_capsule_runs_deleter_when_dropped(max_version):
     assert p.deleter_calls == 1
 
 
-@pytest.mark.parametrize("make_source", [lambda: np.arange(10.0), lambda: WeakBytes(b"x" * 64)],
-                         ids=["numpy", "buffer_exporter"])
+@pytest.mark.parametrize(
+    "make_source",
+    [lambda: np.arange(10.0), lambda: WeakBytes(b"x" * 64)],
+    ids=["numpy", "buffer_exporter"],
+)
 def test_source_alive_while_any_user_exists(make_source):
     src = make_source()
     ref = weakref.ref(src)
@@ -117,8 +120,7 @@ def test_deleter_runs_on_another_thread():
     p = dc.Producer(np.arange(5.0))
     src = np.arange(7.0)
     ref = weakref.ref(src)
-    holder = [torch.from_dlpack(DLPackArray(p.capsule())),
-              torch.from_dlpack(DLPackArray(src))]
+    holder = [torch.from_dlpack(DLPackArray(p.capsule())), torch.from_dlpack(DLPackArray(src))]
     del src
     errors = []
 
@@ -185,9 +187,21 @@ def _malloc_in_use() -> int:
         pytest.skip("glibc mallinfo2 not available: cannot measure C heap use")
 
     class Mallinfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-            "uordblks", "fordblks", "keepcost")]
+        _fields_ = [
+            (n, ctypes.c_size_t)
+            for n in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
 
     libc.mallinfo2.restype = Mallinfo2
     info = libc.mallinfo2()

@@ -37,10 +37,33 @@ from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
 
-NUMPY_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                "uint64", "float16", "float32", "float64", "complex64", "complex128"]
-ML_DTYPES = ["bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-             "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+NUMPY_DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+ML_DTYPES = [
+    "bfloat16",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+]
 # torch has no dtype for these DLPack codes and says so with a BufferError.
 TORCH_MISSING = {"float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz"}
 ALL_DTYPES = NUMPY_DTYPES + ML_DTYPES
@@ -76,14 +99,14 @@ def first_element_address(x: DLPackArray) -> int:
 
 
 def strides_that_matter(x) -> tuple:
-    return tuple(s for n, s in zip(x.shape, x.strides) if n > 1)
+    return tuple(s for n, s in zip(x.shape, x.strides, strict=False) if n > 1)
 
 
 def is_compact(shape, strides) -> bool:
     """True when the layout is a permutation of a dense layout (what XLA shares)."""
     if math.prod(shape) == 0:
         return True
-    dims = sorted((s, n) for n, s in zip(shape, strides) if n != 1)
+    dims = sorted((s, n) for n, s in zip(shape, strides, strict=False) if n != 1)
     expected = 1
     for s, n in dims:
         if s != expected:
@@ -108,7 +131,7 @@ def strided_views(draw, dtypes=ALL_DTYPES):
     # can share the memory whenever the view's first element stays aligned.
     padded = np.random.default_rng(seed).integers(0, 256, size=nbytes + 64, dtype=np.uint8)
     start = (-address(padded)) % 64
-    raw = padded[start:start + nbytes]
+    raw = padded[start : start + nbytes]
     if name == "bool":
         raw &= 1
     base = raw.view(sdt).reshape(base_shape)
@@ -120,15 +143,15 @@ def strided_views(draw, dtypes=ALL_DTYPES):
         if draw(st.integers(0, 19)) == 19:
             hi = lo  # an empty slice
         # positive steps walk [lo, hi); negative ones walk down from hi - 1 to lo.
-        index.append(slice(lo, hi, step) if step > 0
-                     else slice(hi - 1, lo - 1 if lo else None, step))
+        index.append(
+            slice(lo, hi, step) if step > 0 else slice(hi - 1, lo - 1 if lo else None, step)
+        )
     view = base[tuple(index)] if index else base[...]  # base[()] would be a scalar
     if ndim > 1 and draw(st.booleans()):
         view = view.transpose(draw(st.permutations(range(ndim))))
     if draw(st.integers(0, 4)) == 4:
         extra = draw(st.lists(st.integers(0, 3), max_size=8 - view.ndim))
-        target = tuple(extra) + tuple(
-            draw(st.integers(1, 3)) if n == 1 else n for n in view.shape)
+        target = tuple(extra) + tuple(draw(st.integers(1, 3)) if n == 1 else n for n in view.shape)
         view = np.broadcast_to(view, target)  # zero strides, read-only
     elif draw(st.integers(0, 5)) == 5:
         view.flags.writeable = False
@@ -141,8 +164,9 @@ def wrap(name: str, view: np.ndarray):
     if name in NUMPY_DTYPES:
         return DLPackArray(view)
     flags = 0 if view.flags.writeable else dc.FLAG_READ_ONLY
-    producer = dc.Producer(view, dtype=dc.numpy_dl_dtype(getattr(require_ml_dtypes(), name)),
-                           flags=flags)
+    producer = dc.Producer(
+        view, dtype=dc.numpy_dl_dtype(getattr(require_ml_dtypes(), name)), flags=flags
+    )
     return DLPackArray(producer.capsule())
 
 
@@ -238,7 +262,7 @@ def test_torch_roundtrip(case):
         return
     # torch 2.13 aborts on negative strides (see test_torch_negative_strides):
     # hand it the IS_COPIED export instead, which must be dense and equal.
-    negative = any(s < 0 for n, s in zip(x.shape, x.strides) if n > 1)
+    negative = any(s < 0 for n, s in zip(x.shape, x.strides, strict=False) if n > 1)
     if negative:
         event("torch: negative strides, copy=True export")
         t = torch.from_dlpack(x.__dlpack__(max_version=(1, 3), copy=True))
@@ -255,7 +279,7 @@ def test_torch_roundtrip(case):
     if view.size:
         assert t.data_ptr() == address(view)
         # torch keeps strides except on length-1 dimensions (pytorch#163274).
-        assert all(a == b for a, b, n in zip(t.stride(), x.strides, x.shape) if n > 1)
+        assert all(a == b for a, b, n in zip(t.stride(), x.strides, x.shape, strict=False) if n > 1)
     y = DLPackArray(t)
     assert y.dtype == x.dtype and y.shape == x.shape
     if view.size:
@@ -268,8 +292,9 @@ def test_torch_roundtrip(case):
         if t.is_complex():
             tv = torch.view_as_real(t).view(torch.int64 if name == "complex128" else torch.int32)
         else:
-            tv = t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
-                t.element_size()])
+            tv = t.view(
+                {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+            )
         if name == "bool":
             tv.bitwise_xor_(1)
         else:
@@ -322,7 +347,7 @@ def test_jax_shares_aligned_dense_memory(name):
     dt = np.dtype(name)
     raw = np.zeros(12 * dt.itemsize + 64, np.uint8)
     off = (-address(raw)) % 64
-    a = raw[off:off + 12 * dt.itemsize].view(dt).reshape(3, 4)
+    a = raw[off : off + 12 * dt.itemsize].view(dt).reshape(3, 4)
     j = jnp.from_dlpack(DLPackArray(a.T))
     assert j.unsafe_buffer_pointer() == address(a)
     np.testing.assert_array_equal(np.asarray(j), a.T)
@@ -346,9 +371,14 @@ def test_torch_negative_strides():
         else:
             print("EQUAL" if np.array_equal(t.numpy(), a) else "WRONG")
     """)
-    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
-                       text=True,
-                       env=_subprocess_env(), timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_subprocess_env(),
+        timeout=120,
+    )
     assert "WRONG" not in r.stdout
     aborted = r.returncode != 0
     assert aborted or r.stdout.strip() in ("EQUAL", "RAISED RuntimeError", "RAISED BufferError")
@@ -368,12 +398,28 @@ def _subprocess_env():
 def test_torch_source_roundtrip(data):
     """torch -> DLPackArray -> NumPy/torch keeps the address and the bits."""
     torch = require_torch()
-    dtype = data.draw(st.sampled_from([torch.float32, torch.int64, torch.bool, torch.bfloat16,
-                                       torch.complex64, torch.uint16, torch.float8_e5m2]))
+    dtype = data.draw(
+        st.sampled_from(
+            [
+                torch.float32,
+                torch.int64,
+                torch.bool,
+                torch.bfloat16,
+                torch.complex64,
+                torch.uint16,
+                torch.float8_e5m2,
+            ]
+        )
+    )
     shape = tuple(data.draw(st.lists(st.integers(0, 4), max_size=4)))
     g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31)))
-    t = torch.randint(0, 2, shape, generator=g).to(dtype) if dtype == torch.bool else \
-        torch.randint(0, 255, shape, generator=g, dtype=torch.uint8).to(torch.float32).to(dtype)
+    t = (
+        torch.randint(0, 2, shape, generator=g).to(dtype)
+        if dtype == torch.bool
+        else torch.randint(0, 255, shape, generator=g, dtype=torch.uint8)
+        .to(torch.float32)
+        .to(dtype)
+    )
     if t.ndim >= 2 and data.draw(st.booleans()):
         t = t.transpose(0, 1)
     x = DLPackArray(t)
