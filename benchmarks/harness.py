@@ -125,16 +125,20 @@ class Settings:
 
 
 def _calibrate(timer: timeit.Timer, sample_s: float) -> int:
-    """Smallest loop count (1, 2, 5, 10, 20, ...) whose loop lasts sample_s."""
+    """Loop count whose loop lasts about ``sample_s``.
+
+    The first loops of a statement are often slow (cold caches, first-touch
+    page faults, allocator growth), so the estimate is taken from the last of
+    a series of growing loops, never from the first one.
+    """
     number = 1
     while True:
-        for mult in (1, 2, 5):
-            n = number * mult
-            if timer.timeit(n) >= sample_s:
-                return n
-        number *= 10
-        if number > 10**8:  # a statement faster than 0.1 ps is a bug in the case
-            return number
+        t = timer.timeit(number)
+        if t >= sample_s / 4 or number >= 10**8:
+            break
+        number *= 4
+    per_op = timer.timeit(number) / number  # warm estimate
+    return max(1, min(10**8, round(sample_s / max(per_op, 1e-12))))
 
 
 def _quantile(sorted_vals: list[float], q: float) -> float:
