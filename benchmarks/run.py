@@ -15,6 +15,10 @@ import subprocess
 import sys
 import time
 
+# Idle OpenBLAS worker threads spin after numpy starts them; on a small
+# machine they steal cycles from the single-threaded cases measured here.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from benchmarks import cases_copies, cases_exchange, cases_scaling, report
 from benchmarks.harness import Settings, now_iso, run_case
 
