@@ -77,7 +77,9 @@ NAME_LEGACY = ctypes.create_string_buffer(b"dltensor")
 NAME_VERSIONED = ctypes.create_string_buffer(b"dltensor_versioned")
 NAME_FOREIGN = ctypes.create_string_buffer(b"not_a_tensor")
 
-_api = ctypes.pythonapi
+# A private handle: ctypes.pythonapi's function objects are shared process-wide
+# and other libraries (pydlpack) reassign their argtypes.
+_api = ctypes.PyDLL(None)
 _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 _api.PyCapsule_GetPointer.restype = ctypes.c_void_p

@@ -46,10 +46,10 @@ class Py_buffer(ctypes.Structure):
     ]
 
 
-_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer = ctypes.PyDLL(None).PyObject_GetBuffer
 _get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int]
 _get_buffer.restype = ctypes.c_int
-_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer = ctypes.PyDLL(None).PyBuffer_Release
 _release_buffer.argtypes = [ctypes.POINTER(Py_buffer)]
 _release_buffer.restype = None
 
