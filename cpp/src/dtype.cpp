@@ -104,14 +104,15 @@ bool dtype_is_supported(DLDataType dt) { return find(dt) != nullptr; }
 
 void check_dtype_supported(DLDataType dt) {
   if (dt.lanes != 1) {
-    fail(ErrorKind::Buffer, "dtype " + spelled(dt) +
-                                " has lanes != 1; vector dtypes cannot be represented element-wise");
+    fail(ErrorKind::Buffer,
+         "dtype " + spelled(dt) +
+             " has lanes != 1; vector dtypes cannot be represented element-wise");
   }
   if (find(dt) == nullptr) {
-    if (dt.code == kDLFloat6_e2m3fn || dt.code == kDLFloat6_e3m2fn ||
-        dt.code == kDLFloat4_e2m1fn || dt.bits % 8 != 0) {
-      fail(ErrorKind::Buffer, "dtype " + spelled(dt) +
-                                  " is a sub-byte type; packed sub-byte data is not supported");
+    if (dt.code == kDLFloat6_e2m3fn || dt.code == kDLFloat6_e3m2fn || dt.code == kDLFloat4_e2m1fn ||
+        dt.bits % 8 != 0) {
+      fail(ErrorKind::Buffer,
+           "dtype " + spelled(dt) + " is a sub-byte type; packed sub-byte data is not supported");
     }
     fail(ErrorKind::Buffer, "unsupported dtype " + spelled(dt));
   }
@@ -138,11 +139,13 @@ DLDataType dtype_from_name(const std::string& raw) {
     const char* name;
   };
   static constexpr Alias kAliases[] = {
-      {"bool_", "bool"},      {"?", "bool"},           {"float", "float64"},
-      {"double", "float64"},  {"half", "float16"},     {"single", "float32"},
-      {"int", "int64"},       {"complex", "complex128"}, {"cfloat", "complex64"},
-      {"cdouble", "complex128"}, {"byte", "int8"},     {"ubyte", "uint8"},
-      {"short", "int16"},     {"ushort", "uint16"},
+      {"bool_", "bool"},       {"?", "bool"},
+      {"float", "float64"},    {"double", "float64"},
+      {"half", "float16"},     {"single", "float32"},
+      {"int", "int64"},        {"complex", "complex128"},
+      {"cfloat", "complex64"}, {"cdouble", "complex128"},
+      {"byte", "int8"},        {"ubyte", "uint8"},
+      {"short", "int16"},      {"ushort", "uint16"},
   };
   for (const auto& a : kAliases) {
     if (raw == a.alias) return dtype_from_name(a.name);

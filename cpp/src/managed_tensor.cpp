@@ -69,8 +69,8 @@ void view_from_dltensor(const DLTensor& t, TensorView* out) {
                                 ", outside the supported range 0.." + std::to_string(kMaxNdim));
   }
   if (t.ndim > 0 && t.shape == nullptr) {
-    fail(ErrorKind::Buffer, "DLPack tensor has ndim " + std::to_string(t.ndim) +
-                                " but a NULL shape pointer");
+    fail(ErrorKind::Buffer,
+         "DLPack tensor has ndim " + std::to_string(t.ndim) + " but a NULL shape pointer");
   }
   out->data = t.data;
   out->byte_offset = t.byte_offset;

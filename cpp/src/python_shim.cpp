@@ -1,5 +1,6 @@
 #include "dlpackarray/python_shim.hpp"
 
+#include <cstring>
 #include <exception>
 #include <new>
 
@@ -30,24 +31,48 @@ void legacy_owner_deleter(DLManagedTensor* self) {
   free_managed_block(self);
 }
 
+// True while `capsule` still carries the unused name `expected`.  Our own
+// capsules are created with the very pointer `expected`, so the common case
+// is a pointer comparison; strcmp covers a name re-set by someone else.
+bool still_unused(PyObject* capsule, const char* expected) {
+  const char* name = PyCapsule_GetName(capsule);
+  return name == expected || (name != nullptr && std::strcmp(name, expected) == 0);
+}
+
 // Capsule destructors run when the capsule dies.  The deleter is called only
 // while the capsule still has its unused name: a consumer that renamed it
-// to used_* owns the tensor and calls the deleter itself.
+// to used_* owns the tensor and calls the deleter itself.  The managed tensor
+// is also stored as the capsule's context, so this hot path (every export
+// whose capsule is dropped or consumed) does no name validation twice.
 void versioned_capsule_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, kCapsuleVersioned)) return;
+  if (!still_unused(capsule, kCapsuleVersioned)) return;
+  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetContext(capsule));
+  if (m == nullptr || m->deleter == nullptr) return;
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
-  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
-  if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+  if (m->deleter == versioned_owner_deleter) {
+    // Ours, and a capsule destructor runs with the GIL held: drop the owner
+    // directly instead of going through the any-thread release path.
+    Py_XDECREF(static_cast<PyObject*>(m->manager_ctx));
+    free_managed_block(m);
+  } else {
+    m->deleter(m);
+  }
   PyErr_Restore(type, value, tb);
 }
 
 void legacy_capsule_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, kCapsuleLegacy)) return;
+  if (!still_unused(capsule, kCapsuleLegacy)) return;
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetContext(capsule));
+  if (m == nullptr || m->deleter == nullptr) return;
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
-  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleLegacy));
-  if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+  if (m->deleter == legacy_owner_deleter) {
+    Py_XDECREF(static_cast<PyObject*>(m->manager_ctx));
+    free_managed_block(m);
+  } else {
+    m->deleter(m);
+  }
   PyErr_Restore(type, value, tb);
 }
 
@@ -131,7 +156,15 @@ PyObject* new_versioned_capsule(const TensorView& v, uint64_t flags, PyObject* o
   DLManagedTensorVersioned* m = new_versioned_managed(v, flags, owner);
   if (m == nullptr) return nullptr;
   PyObject* capsule = PyCapsule_New(m, kCapsuleVersioned, versioned_capsule_destructor);
-  if (capsule == nullptr) versioned_owner_deleter(m);
+  if (capsule == nullptr || PyCapsule_SetContext(capsule, m) != 0) {
+    if (capsule != nullptr) {
+      // Destroy without the destructor reaching the tensor, then free it once.
+      PyCapsule_SetName(capsule, kCapsuleVersionedUsed);
+      Py_DECREF(capsule);
+    }
+    versioned_owner_deleter(m);
+    return nullptr;
+  }
   return capsule;
 }
 
@@ -145,7 +178,14 @@ PyObject* new_legacy_capsule(const TensorView& v, PyObject* owner) {
   }
   Py_XINCREF(owner);
   PyObject* capsule = PyCapsule_New(m, kCapsuleLegacy, legacy_capsule_destructor);
-  if (capsule == nullptr) legacy_owner_deleter(m);
+  if (capsule == nullptr || PyCapsule_SetContext(capsule, m) != 0) {
+    if (capsule != nullptr) {
+      PyCapsule_SetName(capsule, kCapsuleLegacyUsed);
+      Py_DECREF(capsule);
+    }
+    legacy_owner_deleter(m);
+    return nullptr;
+  }
   return capsule;
 }
 

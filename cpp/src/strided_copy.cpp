@@ -1,5 +1,7 @@
 #include "dlpackarray/strided_copy.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -13,11 +15,13 @@ namespace dla {
 namespace {
 
 // A view reduced to its essential loops: length-1 dimensions dropped and
-// neighbours that walk memory as one dimension merged.  Strides in bytes.
+// neighbours that walk memory as one dimension merged.  Strides in bytes;
+// `dst` holds the C-order destination strides of the same loops.
 struct Loops {
   int32_t ndim = 0;
   int64_t shape[kMaxNdim];
-  int64_t stride[kMaxNdim];
+  int64_t src[kMaxNdim];
+  int64_t dst[kMaxNdim];
 };
 
 Loops coalesce(const TensorView& v, int64_t itemsize) {
@@ -25,14 +29,19 @@ Loops coalesce(const TensorView& v, int64_t itemsize) {
   for (int32_t i = 0; i < v.ndim; ++i) {
     if (v.shape[i] == 1) continue;
     const int64_t s = v.strides[i] * itemsize;
-    if (l.ndim > 0 && l.stride[l.ndim - 1] == s * v.shape[i]) {
+    if (l.ndim > 0 && l.src[l.ndim - 1] == s * v.shape[i]) {
       l.shape[l.ndim - 1] *= v.shape[i];
-      l.stride[l.ndim - 1] = s;
+      l.src[l.ndim - 1] = s;
       continue;
     }
     l.shape[l.ndim] = v.shape[i];
-    l.stride[l.ndim] = s;
+    l.src[l.ndim] = s;
     ++l.ndim;
+  }
+  int64_t d = itemsize;
+  for (int32_t i = l.ndim - 1; i >= 0; --i) {
+    l.dst[i] = d;
+    d *= l.shape[i];
   }
   return l;
 }
@@ -42,33 +51,28 @@ struct Item {
   unsigned char b[N];
 };
 
+// dst[i] = src[i * stride]: a gather along one loop into a dense row.
+// Every other item (``x[..., ::2]``, interleaved real/imaginary or RGBA
+// planes) gets a loop with a compile-time stride, which the compiler turns
+// into vector loads and shuffles.
 template <int64_t N>
-void copy_row(const unsigned char* src, int64_t stride, int64_t n, unsigned char* dst) {
-  using T = Item<N>;
-  T* d = reinterpret_cast<T*>(dst);
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(d + i, src + i * stride, N);
+void gather_row(const unsigned char* src, int64_t stride, int64_t n, unsigned char* dst) {
+  if (stride == 2 * N) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * N, src + i * 2 * N, N);
+    return;
   }
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * N, src + i * stride, N);
 }
 
-void copy_row_any(const unsigned char* src, int64_t stride, int64_t n, int64_t itemsize,
-                  unsigned char* dst) {
-  switch (itemsize) {
-    case 1: return copy_row<1>(src, stride, n, dst);
-    case 2: return copy_row<2>(src, stride, n, dst);
-    case 4: return copy_row<4>(src, stride, n, dst);
-    case 8: return copy_row<8>(src, stride, n, dst);
-    case 16: return copy_row<16>(src, stride, n, dst);
-    default:
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * itemsize, src + i * stride, size_t(itemsize));
-  }
-}
-
-// dst[i, j] = src[i * rs + j * cs] for an (rows x cols) plane, tiled so both
-// the reads and the writes stay in cache when src is column-major-ish.
+// dst[i * drs + j * N] = src[i * rs + j * cs] for a rows x cols plane whose
+// source is dense-ish along i and whose destination is dense along j (a
+// transpose).  A square tile spans one cache line per source column and one
+// per destination row; with power-of-two strides all of them fall into the
+// same few L1 sets, so tiles stay small (one 64-byte line wide, at least 8
+// items) rather than filling L1.
 template <int64_t N>
-void copy_plane_tiled(const unsigned char* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
-                      unsigned char* dst) {
+void transpose_plane(const unsigned char* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
+                     int64_t drs, unsigned char* dst) {
   constexpr int64_t kTile = 64 / N > 8 ? 64 / N : 8;
   for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
     const int64_t i1 = std::min(rows, i0 + kTile);
@@ -76,52 +80,96 @@ void copy_plane_tiled(const unsigned char* src, int64_t rs, int64_t cs, int64_t 
       const int64_t j1 = std::min(cols, j0 + kTile);
       for (int64_t i = i0; i < i1; ++i) {
         const unsigned char* s = src + i * rs;
-        unsigned char* d = dst + (i * cols) * N;
+        unsigned char* d = dst + i * drs;
         for (int64_t j = j0; j < j1; ++j) std::memcpy(d + j * N, s + j * cs, N);
       }
     }
   }
 }
 
-bool copy_plane(const unsigned char* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
-                int64_t itemsize, unsigned char* dst) {
-  switch (itemsize) {
-    case 1: copy_plane_tiled<1>(src, rs, cs, rows, cols, dst); return true;
-    case 2: copy_plane_tiled<2>(src, rs, cs, rows, cols, dst); return true;
-    case 4: copy_plane_tiled<4>(src, rs, cs, rows, cols, dst); return true;
-    case 8: copy_plane_tiled<8>(src, rs, cs, rows, cols, dst); return true;
-    case 16: copy_plane_tiled<16>(src, rs, cs, rows, cols, dst); return true;
-    default: return false;
+// The innermost work of one outer index.  `kind` picks the kernel once per
+// copy instead of once per row.
+struct Kernel {
+  enum Kind { kMemcpy, kGather, kTranspose } kind = kMemcpy;
+  int64_t itemsize = 1;
+  int32_t row_dim = -1;  // kTranspose: the loop walked by plane rows
+  int32_t last = 0;
+};
+
+template <int64_t N>
+void run_kernel(const Kernel& k, const Loops& l, const unsigned char* src, unsigned char* dst) {
+  const int64_t n = l.shape[k.last];
+  switch (k.kind) {
+    case Kernel::kMemcpy: std::memcpy(dst, src, size_t(n * N)); return;
+    case Kernel::kGather: gather_row<N>(src, l.src[k.last], n, dst); return;
+    case Kernel::kTranspose:
+      transpose_plane<N>(src, l.src[k.row_dim], l.src[k.last], l.shape[k.row_dim], n,
+                         l.dst[k.row_dim], dst);
+      return;
   }
 }
 
-// Recursive walk over the outer loops; the innermost one (or two, when tiled)
-// is done by a kernel.  Returns the advanced destination pointer.
-unsigned char* walk(const Loops& l, int32_t dim, const unsigned char* src, int64_t itemsize,
-                    unsigned char* dst) {
-  const int32_t last = l.ndim - 1;
-  if (dim == last) {
-    const int64_t n = l.shape[dim];
-    if (l.stride[dim] == itemsize) {
-      std::memcpy(dst, src, size_t(n * itemsize));
-    } else {
-      copy_row_any(src, l.stride[dim], n, itemsize, dst);
-    }
-    return dst + n * itemsize;
+void run_kernel_any(const Kernel& k, const Loops& l, const unsigned char* src, unsigned char* dst) {
+  switch (k.itemsize) {
+    case 1: return run_kernel<1>(k, l, src, dst);
+    case 2: return run_kernel<2>(k, l, src, dst);
+    case 4: return run_kernel<4>(k, l, src, dst);
+    case 8: return run_kernel<8>(k, l, src, dst);
+    case 16: return run_kernel<16>(k, l, src, dst);
+    default: break;
   }
-  // Two innermost loops where the outer one has the smaller stride: a
-  // transpose-like plane.  Tiling keeps both sides cache-friendly.
-  if (dim == last - 1 && std::llabs(l.stride[dim]) < std::llabs(l.stride[last]) &&
-      l.stride[last] != itemsize) {
-    const int64_t rows = l.shape[dim], cols = l.shape[last];
-    if (copy_plane(src, l.stride[dim], l.stride[last], rows, cols, itemsize, dst)) {
-      return dst + rows * cols * itemsize;
-    }
+  // Odd item sizes (e.g. 3-lane vectors): plain per-item copies.
+  const int64_t n = l.shape[k.last];
+  const size_t size = size_t(k.itemsize);
+  if (k.kind == Kernel::kMemcpy) {
+    std::memcpy(dst, src, size * size_t(n));
+    return;
+  }
+  const int64_t rows = k.kind == Kernel::kTranspose ? l.shape[k.row_dim] : 1;
+  for (int64_t i = 0; i < rows; ++i) {
+    const unsigned char* s = src + (k.kind == Kernel::kTranspose ? i * l.src[k.row_dim] : 0);
+    unsigned char* d = dst + (k.kind == Kernel::kTranspose ? i * l.dst[k.row_dim] : 0);
+    for (int64_t j = 0; j < n; ++j) std::memcpy(d + j * k.itemsize, s + j * l.src[k.last], size);
+  }
+}
+
+// Visits every index of the outer loops (all but the kernel's) in C order.
+void walk(const Loops& l, const Kernel& k, int32_t dim, const unsigned char* src,
+          unsigned char* dst) {
+  while (dim == k.row_dim) ++dim;
+  if (dim >= k.last) {
+    run_kernel_any(k, l, src, dst);
+    return;
   }
   for (int64_t i = 0; i < l.shape[dim]; ++i) {
-    dst = walk(l, dim + 1, src + i * l.stride[dim], itemsize, dst);
+    walk(l, k, dim + 1, src + i * l.src[dim], dst + i * l.dst[dim]);
   }
-  return dst;
+}
+
+Kernel choose_kernel(const Loops& l, int64_t itemsize) {
+  Kernel k;
+  k.itemsize = itemsize;
+  k.last = l.ndim - 1;
+  if (l.src[k.last] == itemsize) {
+    k.kind = Kernel::kMemcpy;
+    return k;
+  }
+  // The loop with the smallest source stride, when it is not the innermost,
+  // is where the source is (nearly) dense: walking it as the rows of a tiled
+  // plane against the innermost loop turns a gather that touches a new
+  // cache line per item into a blocked transpose.
+  int32_t best = -1;
+  for (int32_t i = 0; i < k.last; ++i) {
+    if (best < 0 || std::llabs(l.src[i]) < std::llabs(l.src[best])) best = i;
+  }
+  if (best >= 0 && std::llabs(l.src[best]) < std::llabs(l.src[k.last]) && l.shape[k.last] >= 8 &&
+      l.shape[best] >= 8) {
+    k.kind = Kernel::kTranspose;
+    k.row_dim = best;
+    return k;
+  }
+  k.kind = Kernel::kGather;
+  return k;
 }
 
 }  // namespace
@@ -135,17 +183,26 @@ void strided_copy_to_contiguous(const TensorView& src, void* dst) {
     std::memcpy(dst, base, size_t(itemsize));
     return;
   }
-  walk(l, 0, base, itemsize, static_cast<unsigned char*>(dst));
+  walk(l, choose_kernel(l, itemsize), 0, base, static_cast<unsigned char*>(dst));
 }
 
 void* aligned_allocate(int64_t nbytes) {
+  // Large blocks are aligned to 2 MiB and marked for transparent huge pages
+  // (as NumPy does): a fresh copy's cost is dominated by first-touch page
+  // faults, and one 2 MiB fault replaces 512 4 KiB ones.
   constexpr int64_t kAlign = 64;
+  constexpr int64_t kHuge = int64_t(1) << 21;
+  constexpr int64_t kHugeThreshold = int64_t(4) << 20;
   const int64_t n = std::max<int64_t>(nbytes, 1);
-  const int64_t rounded = (n + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(size_t(kAlign), size_t(rounded));
+  const int64_t align = n >= kHugeThreshold ? kHuge : kAlign;
+  const int64_t rounded = (n + align - 1) / align * align;
+  void* p = std::aligned_alloc(size_t(align), size_t(rounded));
   if (p == nullptr) {
     fail(ErrorKind::Memory, "could not allocate " + std::to_string(nbytes) + " bytes");
   }
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) madvise(p, size_t(rounded), MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
   return p;
 }
 

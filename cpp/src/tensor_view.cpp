@@ -30,8 +30,8 @@ int64_t add_checked(int64_t a, int64_t b, const char* what) {
 
 Extent validate(const TensorView& v) {
   if (v.ndim < 0 || v.ndim > kMaxNdim) {
-    fail(ErrorKind::Value, "ndim " + std::to_string(v.ndim) + " is outside the supported range 0.." +
-                               std::to_string(kMaxNdim));
+    fail(ErrorKind::Value, "ndim " + std::to_string(v.ndim) +
+                               " is outside the supported range 0.." + std::to_string(kMaxNdim));
   }
   check_dtype_supported(v.dtype);
   const int64_t itemsize = dtype_itemsize(v.dtype);
@@ -42,8 +42,8 @@ Extent validate(const TensorView& v) {
   int64_t size = 1;
   for (int32_t i = 0; i < v.ndim; ++i) {
     if (v.shape[i] < 0) {
-      fail(ErrorKind::Value, "shape[" + std::to_string(i) + "] = " + std::to_string(v.shape[i]) +
-                                 " is negative");
+      fail(ErrorKind::Value,
+           "shape[" + std::to_string(i) + "] = " + std::to_string(v.shape[i]) + " is negative");
     }
     size = mul_checked(size, v.shape[i], "number of elements");
   }
@@ -64,8 +64,8 @@ Extent validate(const TensorView& v) {
   e.lo = lo;
   e.hi = add_checked(hi, itemsize, "array extent");
   if (v.data == nullptr) {
-    fail(ErrorKind::Value, "data pointer is NULL but the array has " + std::to_string(size) +
-                               " element(s)");
+    fail(ErrorKind::Value,
+         "data pointer is NULL but the array has " + std::to_string(size) + " element(s)");
   }
   const auto first = uintptr_t(v.data) + v.byte_offset;
   if (first < uintptr_t(v.data) || (e.lo < 0 && uintptr_t(-e.lo) > first) ||
@@ -83,10 +83,10 @@ Extent validate_within(const TensorView& v, const void* base, int64_t length) {
   const auto lo = first - uintptr_t(-e.lo);
   const auto hi = first + uintptr_t(e.hi);
   if (length < 0 || lo < b || hi > b + uint64_t(length)) {
-    fail(ErrorKind::Value,
-         "shape/strides/offset reach bytes [" + std::to_string(int64_t(lo - b)) + ", " +
-             std::to_string(int64_t(hi - b)) + ") outside the source buffer of " +
-             std::to_string(length) + " bytes");
+    fail(ErrorKind::Value, "shape/strides/offset reach bytes [" + std::to_string(int64_t(lo - b)) +
+                               ", " + std::to_string(int64_t(hi - b)) +
+                               ") outside the source buffer of " + std::to_string(length) +
+                               " bytes");
   }
   return e;
 }

@@ -192,6 +192,13 @@ cdef class DLPackArray:
     def __init__(self, obj, /, *, copy=None, device=None):
         if self.owner is not None:
             raise TypeError("DLPackArray is immutable: it cannot be initialised twice")
+        # Properties or a buffer export may already have cached the placeholder
+        # view of a bare DLPackArray.__new__() instance; they must not outlive it.
+        self._shape = None
+        self._strides = None
+        if self._byte_strides != NULL:
+            PyMem_Free(self._byte_strides)
+            self._byte_strides = NULL
         _import_into(self, obj, copy, device, False)
 
     def __dealloc__(self):

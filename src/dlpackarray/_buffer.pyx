@@ -19,6 +19,9 @@ cdef class BufferOwner:
     def __dealloc__(self):
         if self.acquired:
             self.acquired = False
+            # Hand the exporter's reference back to the Py_buffer: releasing
+            # calls its bf_releasebuffer and drops that reference.
+            self.buf.obj = self.source
             PyBuffer_Release(&self.buf)
 
 
@@ -29,6 +32,10 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     # read-only sources (bytes, read-only mmap) take one call.
     PyObject_GetBuffer(obj, &owner.buf, PyBUF_RECORDS_RO)
     owner.acquired = True
+    # Py_buffer.obj is an owned reference (Cython refcounts the field): move
+    # it to `source`, leaving None in its place until __dealloc__.
+    owner.source = owner.buf.obj
+    owner.buf.obj = None
     cdef Py_buffer* b = &owner.buf
     cdef int i
     if b.suboffsets != NULL:

@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """DLPack capsules: consume (import) and produce (export) per the Python spec."""
+from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
@@ -16,10 +17,17 @@ from dlpackarray.core cimport (
     TensorView, call_legacy_deleter, call_versioned_deleter, device_is_host_accessible,
     new_legacy_capsule, new_versioned_capsule, validate, view_from_dltensor,
 )
-from dlpackarray._common cimport HeapOwner, copy_to_heap, device_tuple, parse_device
+from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
 
 # What a consumer asks producers for: the newest version we understand.
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
+cdef str _DLPACK_NAME = "__dlpack__"
+cdef tuple _KWNAMES_MAX_VERSION = ("max_version",)
+
+
+cdef extern from "Python.h":
+    object PyObject_VectorcallMethod(object name, PyObject** args, size_t nargsf,
+                                     object kwnames)
 
 
 cdef class ManagedOwner:
@@ -42,6 +50,10 @@ cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
     cdef DLManagedTensorVersioned* mv
     cdef DLManagedTensor* ml
     cdef const char* name
+    if not PyCapsule_CheckExact(capsule):
+        # e.g. a producer whose __dlpack__ returned something else.
+        raise TypeError(
+            f"expected a DLPack PyCapsule, got a '{type(capsule).__name__}' object")
     if PyCapsule_IsValid(capsule, kCapsuleVersioned):
         mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, kCapsuleVersioned)
         # Renaming first transfers ownership: from here on the producer's
@@ -83,14 +95,18 @@ cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
 cdef object request_capsule(object obj, object dl_device, object copy):
     """Calls ``obj.__dlpack__`` as a spec consumer: newest version first, then
     the legacy signature if the producer rejects the new keywords."""
-    method = obj.__dlpack__
+    cdef PyObject* args[2]
     try:
         if dl_device is None and copy is None:
-            return method(max_version=_MAX_VERSION)
-        return method(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
+            # The common request as one vectorcall with a constant kwnames
+            # tuple: a Python-level keyword call would build a dict per call.
+            args[0] = <PyObject*>obj
+            args[1] = <PyObject*>_MAX_VERSION
+            return PyObject_VectorcallMethod(_DLPACK_NAME, args, 1, _KWNAMES_MAX_VERSION)
+        return obj.__dlpack__(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
     except TypeError:
         # A producer older than DLPack 1.0 knows none of these keywords.
-        return method()
+        return obj.__dlpack__()
 
 
 cdef inline bint _is_versioned_request(object max_version) except -1:
@@ -102,8 +118,13 @@ cdef inline bint _is_versioned_request(object max_version) except -1:
     if not isinstance(major, int) or not isinstance((<tuple>max_version)[1], int):
         raise TypeError(f"max_version must hold two ints, got {max_version!r}")
     # Spec: major >= ours -> our versioned struct; an older major gets the
-    # legacy struct, which this producer still supports.
-    return major >= kDLPackMajorVersion
+    # legacy struct, which this producer still supports.  Compared as C ints
+    # (no temporary int object on every export); a huge major is just "newer".
+    cdef int overflow = 0
+    cdef long major_c = PyLong_AsLongAndOverflow(major, &overflow)
+    if overflow != 0:
+        return overflow > 0
+    return major_c >= kDLPackMajorVersion
 
 
 cdef int _check_stream(const TensorView* v, object stream) except -1:

@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of dlpackarray against numpy, torch, pydlpack, tvm-ffi, pyarrow."""

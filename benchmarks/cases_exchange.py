@@ -1,0 +1,246 @@
+"""B1-B5 and B8: per-call overheads of exports, imports and the floor.
+
+Arrays here are small (1024 float64), so every case measures protocol
+overhead, never data movement.
+"""
+
+from __future__ import annotations
+
+from benchmarks.harness import Case, Contender, Target
+
+N = 1024
+EXPORT = "__dlpack__(max_version=(1, 3))"
+
+
+def _base_ns() -> dict:
+    import numpy as np
+
+    import dlpackarray
+
+    return {
+        "np": np,
+        "dlpackarray": dlpackarray,
+        "DLPackArray": dlpackarray.DLPackArray,
+    }
+
+
+def _b1_setup() -> dict:
+    import dlpack
+    import numpy as np
+    import pyarrow as pa
+    import torch
+    import tvm_ffi
+
+    ns = _base_ns()
+    a = np.arange(N, dtype=np.float64)
+    w = dlpack.asdlpack(a)
+    ns.update(
+        a=a,
+        d=ns["DLPackArray"](a),
+        t=torch.arange(N, dtype=torch.float64),
+        tv=tvm_ffi.from_dlpack(a),
+        pa_arr=pa.array(a),
+        w=w,
+        # pydlpack frees its managed tensor when the use count of its cache
+        # entry drops to zero, after which a second export fails: one capsule
+        # held for the whole case keeps the wrapper reusable.
+        w_keepalive=w.__dlpack__(),
+    )
+    return ns
+
+
+def _b2_setup() -> dict:
+    import numpy as np
+    import torch
+    import tvm_ffi
+
+    ns = _base_ns()
+    a = np.arange(N, dtype=np.float64)
+    ns.update(
+        a=a,
+        d=ns["DLPackArray"](a),
+        t=torch.arange(N, dtype=torch.float64),
+        tv=tvm_ffi.from_dlpack(a),
+    )
+    return ns
+
+
+def _b3_setup(source: str) -> callable:
+    def setup() -> dict:
+        import numpy as np
+        import torch
+        import tvm_ffi
+
+        ns = _base_ns()
+        ns.update(torch=torch, tvm_ffi=tvm_ffi)
+        if source == "numpy":
+            ns["x"] = np.arange(N, dtype=np.float64)
+        else:
+            ns["x"] = torch.arange(N, dtype=torch.float64)
+        return ns
+
+    return setup
+
+
+def _b4_setup() -> dict:
+    import dlpack
+    import numpy as np
+    import torch
+
+    ns = _base_ns()
+    m = memoryview(bytearray(N * 8)).cast("d")
+    ns.update(
+        torch=torch,
+        dlpack=dlpack,
+        m=m,
+        a_pre=np.frombuffer(m, dtype=np.float64),
+        d_pre=ns["DLPackArray"](m),
+    )
+    return ns
+
+
+def _b5_setup() -> dict:
+    # DLPackArray.__dlpack_info__ returns a cached tuple: a no-op method on
+    # the very extension type whose exports B1 times.
+    import numpy as np
+
+    ns = _base_ns()
+    d = ns["DLPackArray"](np.arange(N, dtype=np.float64))
+    ns.update(d=d)
+    return ns
+
+
+class ArrayInterfaceOnly:
+    """An object that speaks only the NumPy array interface (v3).
+
+    It keeps the exporting array alive and hands out its interface dict, as a
+    legacy library would.
+    """
+
+    def __init__(self, arr):
+        self._arr = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+def _b8_setup() -> dict:
+    import numpy as np
+    import torch
+
+    ns = _base_ns()
+    ns.update(torch=torch, obj=ArrayInterfaceOnly(np.arange(N, dtype=np.float64)))
+    return ns
+
+
+def cases() -> list[Case]:
+    out = [
+        Case(
+            family="B1",
+            name="B1/producer",
+            title=f"producer only: x.{EXPORT}, capsule dropped (float64[{N}])",
+            setup=_b1_setup,
+            contenders=[
+                Contender("numpy", f"a.{EXPORT}"),
+                Contender("dlpackarray", f"d.{EXPORT}"),
+                Contender("torch", f"t.{EXPORT}"),
+                Contender(
+                    "pydlpack",
+                    "w.__dlpack__()",
+                    "legacy call: pydlpack predates max_version",
+                ),
+                Contender("pyarrow", f"pa_arr.{EXPORT}"),
+                Contender("tvm-ffi", f"tv.{EXPORT}"),
+            ],
+            anchor="numpy",
+            targets=[Target("dlpackarray", "numpy", "<=", 0.7)],
+        ),
+        Case(
+            family="B2",
+            name="B2/into-numpy",
+            title=f"exchange into numpy: np.from_dlpack(x) (float64[{N}])",
+            setup=_b2_setup,
+            contenders=[
+                Contender("numpy", "np.from_dlpack(a)"),
+                Contender("dlpackarray", "np.from_dlpack(d)"),
+                Contender("torch", "np.from_dlpack(t)"),
+                Contender("tvm-ffi", "np.from_dlpack(tv)"),
+            ],
+            anchor="numpy",
+            targets=[Target("dlpackarray", "numpy", "<=", 1.0)],
+        ),
+    ]
+    for src in ("numpy", "torch"):
+        out.append(
+            Case(
+                family="B3",
+                name=f"B3/consume-{src}",
+                title=f"consumer: from_dlpack(x) for a {src} float64[{N}]",
+                setup=_b3_setup(src),
+                contenders=[
+                    Contender("np.from_dlpack", "np.from_dlpack(x)"),
+                    Contender("dlpackarray", "dlpackarray.from_dlpack(x)"),
+                    Contender("torch.from_dlpack", "torch.from_dlpack(x)"),
+                    Contender("tvm_ffi.from_dlpack", "tvm_ffi.from_dlpack(x)"),
+                ],
+                anchor="np.from_dlpack",
+                targets=[Target("dlpackarray", "np.from_dlpack", "<=", 1.0)],
+            )
+        )
+    out += [
+        Case(
+            family="B4",
+            name="B4/buffer-into-torch",
+            title=f"legacy buffer into torch: memoryview of float64[{N}]",
+            setup=_b4_setup,
+            contenders=[
+                Contender("dlpackarray", "torch.from_dlpack(DLPackArray(m))"),
+                Contender(
+                    "numpy.frombuffer",
+                    "torch.from_numpy(np.frombuffer(m, dtype=np.float64))",
+                ),
+                Contender("torch.frombuffer", "torch.frombuffer(m, dtype=torch.float64)"),
+                Contender("pydlpack", "torch.from_dlpack(dlpack.asdlpack(m))"),
+                Contender(
+                    "floor: torch.from_dlpack(ndarray)",
+                    "torch.from_dlpack(a_pre)",
+                    "torch's own consumer cost for a ready numpy array (not a contender)",
+                ),
+                Contender(
+                    "floor: torch.from_dlpack(DLPackArray)",
+                    "torch.from_dlpack(d_pre)",
+                    "the same for a ready DLPackArray (not a contender)",
+                ),
+            ],
+            anchor="fastest-other",
+            targets=[Target("dlpackarray", "fastest-other", "<=", 1.0)],
+        ),
+        Case(
+            family="B5",
+            name="B5/floor",
+            title="floor: a no-op method call on an extension type plus one small allocation",
+            setup=_b5_setup,
+            contenders=[
+                Contender(
+                    "no-op method + alloc",
+                    "d.__dlpack_info__(); object()",
+                    "the floor: any export is at least one method call and one new object",
+                ),
+                Contender("no-op method", "d.__dlpack_info__()"),
+                Contender("small alloc", "object()"),
+                Contender("dlpackarray export", f"d.{EXPORT}", "B1's statement, for scale"),
+            ],
+            anchor="no-op method + alloc",
+        ),
+        Case(
+            family="B8",
+            name="B8/array-interface-into-torch",
+            title=f"__array_interface__ object into torch (float64[{N}])",
+            setup=_b8_setup,
+            contenders=[
+                Contender("torch.as_tensor(np.asarray)", "torch.as_tensor(np.asarray(obj))"),
+                Contender("dlpackarray", "torch.from_dlpack(DLPackArray(obj))"),
+            ],
+            anchor="torch.as_tensor(np.asarray)",
+            targets=[Target("dlpackarray", "torch.as_tensor(np.asarray)", "<=", 1.0)],
+        ),
+    ]
+    return out

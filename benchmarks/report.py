@@ -1,0 +1,281 @@
+"""Writes a run as JSON (the record), Markdown (the tables) and PNG plots."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+OVERHEAD_FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B8")
+
+
+def write_json(run: dict, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(run, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _fmt_ns(v: float) -> str:
+    if v >= 1e6:
+        return f"{v / 1e6:.2f} ms"
+    if v >= 1e4:
+        return f"{v / 1e3:.1f} us"
+    return f"{v:.0f} ns"
+
+
+def _value(case: dict, entry: dict) -> str:
+    if "unsupported" in entry:
+        return "unsupported"
+    if case["unit"] == "GB/s":
+        return f"{entry['gbps']:.2f} GB/s"
+    return _fmt_ns(entry["median_ns"])
+
+
+def _ratio_cell(r: dict | None) -> str:
+    if not r:
+        return ""
+    return f"{r['ratio']:.2f}x ({r['q1']:.2f}-{r['q3']:.2f})"
+
+
+def markdown(run: dict) -> str:
+    meta = run["meta"]
+    lines = [
+        f"# Benchmark run `{meta['name']}`",
+        "",
+        f"- date: {meta['date']}, mode: {meta['mode']}, command: `{meta['command']}`",
+        f"- machine: {meta['machine']}",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        (
+            f"- samples: {meta['settings']['repeats']} per contender "
+            f"({meta['settings']['big_repeats']} for large copies), contenders interleaved; "
+            "times are medians, spread is the interquartile range."
+        ),
+        (
+            "- Ratios are taken within one run: time ratios (ns cases; < 1 is faster than the "
+            "anchor) or throughput ratios (GB/s cases; > 1 is faster). The range in brackets "
+            "is the interquartile range of the per-round paired ratios."
+        ),
+        "",
+        "## Targets",
+        "",
+        "| case | contender | against | ratio (IQR) | target | status |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case in run["cases"]:
+        for t in case.get("targets", []):
+            cell = f"{t['ratio']:.2f}x ({t['q1']:.2f}-{t['q3']:.2f})" if "ratio" in t else "n/a"
+            lines.append(
+                f"| {case['name']} | {t['contender']} | {t['ref']} | {cell} | "
+                f"{t['op']} {t['value']} | {t['status']} |"
+            )
+    by_family = defaultdict(list)
+    for case in run["cases"]:
+        by_family[case["family"]].append(case)
+    for family in sorted(by_family):
+        lines += ["", f"## {family}", ""]
+        for case in by_family[family]:
+            lines += [f"### {case['name']}: {case['title']}", ""]
+            if "error" in case:
+                lines += [f"error: {case['error']}", ""]
+                continue
+            unit = "GB/s" if case["unit"] == "GB/s" else "ns/op"
+            lines += [
+                f"anchor: `{case.get('anchor_resolved')}`",
+                "",
+                f"| contender | statement | median {unit} | spread (IQR) | ratio to anchor |",
+                "|---|---|---|---|---|",
+            ]
+            notes = []
+            for label, e in case["contenders"].items():
+                spread = f"±{100 * e['rel_iqr'] / 2:.1f}%" if "rel_iqr" in e else ""
+                ratio = _ratio_cell(e.get("ratio_to_anchor"))
+                if "unsupported" in e:
+                    ratio = e["unsupported"].replace("|", "\\|").splitlines()[0][:160]
+                lines.append(
+                    f"| {label} | `{e['stmt']}` | {_value(case, e)} | {spread} | {ratio} |"
+                )
+                if e.get("note"):
+                    notes.append(f"- {label}: {e['note']}")
+            lines += [""] + notes + ([""] if notes else [])
+    flat = scaling_summary(run)
+    if flat:
+        lines += [
+            "## B7 flatness",
+            "",
+            "| series | contender | min median | max median | max / min |",
+            "|---|---|---|---|---|",
+        ]
+        for row in flat:
+            lines.append(
+                f"| {row['series']} | {row['contender']} | {_fmt_ns(row['min'])} | "
+                f"{_fmt_ns(row['max'])} | {row['max'] / row['min']:.2f} |"
+            )
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def scaling_summary(run: dict) -> list[dict]:
+    series = defaultdict(list)
+    for case in run["cases"]:
+        if case["family"] != "B7" or "error" in case:
+            continue
+        for label, e in case["contenders"].items():
+            if "median_ns" in e:
+                series[(case["params"]["series"], label)].append(e["median_ns"])
+    return [
+        {"series": s, "contender": c, "min": min(v), "max": max(v)}
+        for (s, c), v in sorted(series.items())
+    ]
+
+
+def plots(run: dict, prefix: str) -> list[str]:
+    """Writes ``<prefix>_overhead.png``, ``_copies.png``, ``_scaling.png``; returns paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    cases = [c for c in run["cases"] if "error" not in c]
+
+    over = [c for c in cases if c["family"] in OVERHEAD_FAMILIES]
+    if over:
+        fig, axes = plt.subplots(
+            len(over),
+            1,
+            figsize=(
+                9,
+                1.0 + 0.42 * sum(len(c["contenders"]) for c in over) + 0.5 * len(over),
+            ),
+            squeeze=False,
+        )
+        for ax, case in zip(axes[:, 0], over, strict=False):
+            labels, med, lo, hi, colors = [], [], [], [], []
+            for label, e in case["contenders"].items():
+                if "median_ns" not in e:
+                    labels.append(f"{label} (unsupported)")
+                    (
+                        med.append(0),
+                        lo.append(0),
+                        hi.append(0),
+                        colors.append("lightgray"),
+                    )
+                    continue
+                labels.append(label)
+                med.append(e["median_ns"])
+                lo.append(e["median_ns"] - e["q1_ns"])
+                hi.append(e["q3_ns"] - e["median_ns"])
+                colors.append(
+                    "tab:orange"
+                    if label.startswith("dlpackarray")
+                    else "tab:blue"
+                    if label == case.get("anchor_resolved")
+                    else "tab:gray"
+                )
+            y = range(len(labels))
+            ax.barh(y, med, xerr=[lo, hi], color=colors)
+            ax.set_yticks(list(y), labels, fontsize=8)
+            ax.invert_yaxis()
+            ax.set_xscale("log")
+            ax.set_title(case["name"], fontsize=9, loc="left")
+            ax.tick_params(axis="x", labelsize=8)
+        axes[-1, 0].set_xlabel(
+            "ns per call (median, IQR bars; orange = dlpackarray, blue = anchor)"
+        )
+        fig.tight_layout()
+        path = f"{prefix}_overhead.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    copies = [c for c in cases if c["family"] == "B6"]
+    if copies:
+        sizes = sorted({c["nbytes"] for c in copies})
+        fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
+        for ax, size in zip(axes[0], sizes, strict=False):
+            group = [c for c in copies if c["nbytes"] == size]
+            contenders = ["dlpackarray", "numpy", "memcpy"]
+            width = 0.27
+            for k, label in enumerate(contenders):
+                xs, ys, err = [], [], [[], []]
+                for i, c in enumerate(group):
+                    e = c["contenders"].get(label)
+                    if not e or "gbps" not in e:
+                        continue
+                    xs.append(i + (k - 1) * width)
+                    ys.append(e["gbps"])
+                    err[0].append(e["gbps"] - e["gbps_q1"])
+                    err[1].append(e["gbps_q3"] - e["gbps"])
+                ax.bar(
+                    xs,
+                    ys,
+                    width,
+                    yerr=err,
+                    label=label,
+                    color={
+                        "dlpackarray": "tab:orange",
+                        "numpy": "tab:blue",
+                        "memcpy": "tab:gray",
+                    }[label],
+                )
+            ax.set_xticks(
+                range(len(group)),
+                [f"{c['params']['ndim']}d\n{c['params']['layout']}" for c in group],
+                fontsize=8,
+            )
+            ax.set_title(f"copy=True export, {size >> 20} MB", fontsize=9)
+            ax.set_ylabel("GB/s (output bytes)")
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = f"{prefix}_copies.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    scaling = [c for c in cases if c["family"] == "B7"]
+    if scaling:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for ax, series, xlabel in (
+            (axes[0], "size", "array bytes"),
+            (axes[1], "ndim", "ndim"),
+        ):
+            group = sorted(
+                (c for c in scaling if c["params"]["series"] == series),
+                key=lambda c: c["params"]["x"],
+            )
+            for label, color in (("dlpackarray", "tab:orange"), ("numpy", "tab:blue")):
+                pts = [
+                    (c["params"]["x"], c["contenders"][label])
+                    for c in group
+                    if "median_ns" in c["contenders"].get(label, {})
+                ]
+                if not pts:
+                    continue
+                xs = [p[0] for p in pts]
+                ax.errorbar(
+                    xs,
+                    [p[1]["median_ns"] for p in pts],
+                    yerr=[
+                        [p[1]["median_ns"] - p[1]["q1_ns"] for p in pts],
+                        [p[1]["q3_ns"] - p[1]["median_ns"] for p in pts],
+                    ],
+                    marker="o",
+                    label=label if label == "numpy" else "dlpackarray (wrap + export)",
+                    color=color,
+                )
+            if series == "size":
+                ax.set_xscale("log", base=2)
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("ns per call")
+            ax.set_title(f"B7: wrap + export vs {series}", fontsize=9)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = f"{prefix}_scaling.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,160 @@
+"""Side-by-side benchmark suite: ``python -m benchmarks.run [--smoke] [--name N] [--cases B1,B6]``.
+
+Runs every selected case in this one process, contenders interleaved, and
+writes ``<out-dir>/<name>.json``, ``<name>.md`` and ``<name>_*.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+import time
+
+# Idle OpenBLAS worker threads spin after numpy starts them; on a small
+# machine they steal cycles from the single-threaded cases measured here.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from benchmarks import cases_copies, cases_exchange, cases_scaling, report
+from benchmarks.harness import Settings, now_iso, run_case
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
+
+
+def all_cases():
+    return cases_exchange.cases() + cases_copies.cases() + cases_scaling.cases()
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for dist, module in (
+        ("dlpackarray", "dlpackarray"),
+        ("numpy", "numpy"),
+        ("torch", "torch"),
+        ("pydlpack", "dlpack"),
+        ("apache-tvm-ffi", "tvm_ffi"),
+        ("pyarrow", "pyarrow"),
+    ):
+        try:
+            mod = importlib.import_module(module)
+            out[dist] = getattr(mod, "__version__", None) or importlib.metadata.version(dist)
+        except Exception as exc:  # noqa: BLE001 -- reported, so a missing contender is visible
+            out[dist] = f"unavailable ({type(exc).__name__})"
+    return out
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(RESULTS_DIR),
+            check=True,
+        ).stdout.strip()
+    except Exception:  # noqa: BLE001 -- metadata only
+        return "unknown"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="few repeats, no sizes above 64 MB: checks the harness, not speed",
+    )
+    p.add_argument("--name", default=None, help="results file stem (default: 'smoke' or the date)")
+    p.add_argument(
+        "--cases",
+        default=None,
+        help="comma-separated families (B1..B8) or case-name prefixes",
+    )
+    p.add_argument("--out-dir", default=RESULTS_DIR, help="where results are written")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    return p.parse_args(argv)
+
+
+def select(cases, spec: str | None, smoke: bool):
+    chosen = [c for c in cases if c.smoke or not smoke]
+    if not spec:
+        return chosen
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [w for w in wanted if not any(c.family == w or c.name.startswith(w) for c in cases)]
+    if unknown:
+        raise SystemExit(f"unknown case(s) {unknown}; families are {', '.join(FAMILIES)}")
+    return [c for c in chosen if any(c.family == w or c.name.startswith(w) for w in wanted)]
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    settings = Settings.smoke() if args.smoke else Settings.full()
+    name = args.name or ("smoke" if args.smoke else time.strftime("%Y-%m-%d"))
+    cases = select(all_cases(), args.cases, args.smoke)
+    import dlpackarray
+
+    print(
+        f"dlpackarray from {os.path.dirname(dlpackarray.__file__)}; "
+        f"{len(cases)} cases, mode {settings.mode}",
+        flush=True,
+    )
+    run = {
+        "meta": {
+            "name": name,
+            "date": now_iso(),
+            "mode": settings.mode,
+            "command": "python -m benchmarks.run "
+            + " ".join(sys.argv[1:] if argv is None else argv),
+            "machine": _machine(),
+            "git_commit": _git_commit(),
+            "versions": _versions(),
+            "settings": vars(settings),
+        },
+        "cases": [],
+    }
+    t0 = time.perf_counter()
+    for case in cases:
+        t_case = time.perf_counter()
+        record = run_case(case, settings)
+        run["cases"].append(record)
+        summary = ", ".join(
+            f"{k}={report._value(record, e)}" for k, e in record["contenders"].items()
+        )
+        print(
+            f"[{time.perf_counter() - t0:6.1f}s] {case.name} "
+            f"({time.perf_counter() - t_case:.1f}s): {summary}",
+            flush=True,
+        )
+    run["meta"]["duration_s"] = round(time.perf_counter() - t0, 1)
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    prefix = os.path.join(args.out_dir, name)
+    report.write_json(run, prefix + ".json")
+    with open(prefix + ".md", "w") as f:
+        f.write(report.markdown(run))
+    written = [prefix + ".json", prefix + ".md"]
+    if not args.no_plots:
+        written += report.plots(run, prefix)
+    print("wrote " + ", ".join(written))
+    return run
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Shared test configuration: hypothesis profiles and optional-library helpers.
+
+Profiles
+--------
+``dev`` (default): few examples per property, for quick edit-test loops.
+``ci``: selected when the ``CI`` environment variable is set or with
+``HYPOTHESIS_PROFILE=ci``; sized so the property tests explore thousands of
+cases in total while the suite stays within a few minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+
+# jax truncates 64-bit types to 32 bits unless x64 is enabled before import;
+# the round-trip tests need every dtype to survive bit for bit.
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "dev",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "ci",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
+
+
+def require(module: str, why: str):
+    """``pytest.importorskip`` with a reason that says what the test needs the module for."""
+    return pytest.importorskip(module, reason=f"{module} is not installed: {why}")
+
+
+def require_torch():
+    return require("torch", "needed as a DLPack producer/consumer (CPU tensors)")
+
+
+def require_jax():
+    require("jax", "needed as a DLPack consumer (CPU arrays)")
+    import jax
+
+    if not jax.config.jax_enable_x64:
+        pytest.skip(
+            "jax was imported before conftest could enable x64; 64-bit dtypes would be truncated"
+        )
+    return jax
+
+
+def require_ml_dtypes():
+    return require("ml_dtypes", "provides NumPy bfloat16/float8 dtypes")

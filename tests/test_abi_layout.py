@@ -1,0 +1,126 @@
+"""Our DLPack struct declarations match an official dlpack.h byte for byte.
+
+Compiles tests/abi/abi_layout_check.cpp (static_asserts on every sizeof,
+offsetof, enum value, flag, version constant and capsule name) against the
+official DLPack 1.3 header shipped by an installed package (apache-tvm-ffi).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+import shutil
+import site
+import subprocess
+import sysconfig
+
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+REPO = HERE.parent
+CHECK = HERE / "abi" / "abi_layout_check.cpp"
+OUR_INCLUDE = REPO / "cpp" / "include"
+
+
+def _version(header: pathlib.Path):
+    text = header.read_text(errors="replace")
+    major = re.search(r"#define\s+DLPACK_MAJOR_VERSION\s+(\d+)", text)
+    minor = re.search(r"#define\s+DLPACK_MINOR_VERSION\s+(\d+)", text)
+    return (int(major.group(1)), int(minor.group(1))) if major and minor else None
+
+
+def _candidates():
+    spec = importlib.util.find_spec("tvm_ffi")  # locates without importing
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            yield pathlib.Path(loc) / "include" / "dlpack" / "dlpack.h"
+    roots = set(
+        site.getsitepackages() + [site.getusersitepackages(), sysconfig.get_paths()["purelib"]]
+    )
+    for root in sorted(roots):
+        yield from pathlib.Path(root).glob("*/include/dlpack/dlpack.h")
+        yield from pathlib.Path(root).glob("*/3rdparty/dlpack/include/dlpack/dlpack.h")
+
+
+def find_official_header():
+    seen = {}
+    for h in _candidates():
+        if h.is_file():
+            seen[h] = _version(h)
+            if seen[h] == (1, 3):
+                return h, seen
+    return None, seen
+
+
+def compile_check(header: pathlib.Path, *extra):
+    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("NO C++ COMPILER FOUND: cannot check the DLPack ABI layout")
+    include_root = header.parent.parent  # .../include, holding dlpack/dlpack.h
+    cmd = [
+        cxx,
+        "-std=c++17",
+        "-fsyntax-only",
+        "-Wall",
+        "-Werror",
+        f"-I{include_root}",
+        f"-I{OUR_INCLUDE}",
+        *extra,
+        str(CHECK),
+    ]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def official_header():
+    header, seen = find_official_header()
+    if header is None:
+        found = ", ".join(f"{h} ({v})" for h, v in seen.items()) or "none"
+        pytest.skip(
+            "NO OFFICIAL DLPack 1.3 dlpack.h FOUND (install apache-tvm-ffi); the ABI "
+            f"layout check did not run. Headers seen: {found}"
+        )
+    return header
+
+
+def test_layout_matches_official_header(official_header):
+    r = compile_check(official_header)
+    assert r.returncode == 0, f"ABI mismatch against {official_header}:\n{r.stderr}"
+
+
+def test_check_detects_a_mismatch(official_header):
+    """Negative control: a deliberately wrong assertion must fail to compile."""
+    r = compile_check(official_header, "-DDLA_ABI_CHECK_MUST_FAIL")
+    assert r.returncode != 0
+    assert "kDLPackMinorVersion + 1" in r.stderr
+
+
+def test_python_constants_match_header(official_header):
+    import dlpackarray
+    from dlpackarray import DLDeviceType
+
+    assert dlpackarray.DLPACK_VERSION == _version(official_header)
+    text = official_header.read_text()
+    enum_values = dict(re.findall(r"\b(kDL\w+)\s*=\s*(\d+)U?\s*,", text))
+    python_names = {
+        "CPU": "kDLCPU",
+        "CUDA": "kDLCUDA",
+        "CPU_PINNED": "kDLCUDAHost",
+        "OPENCL": "kDLOpenCL",
+        "VULKAN": "kDLVulkan",
+        "METAL": "kDLMetal",
+        "VPI": "kDLVPI",
+        "ROCM": "kDLROCM",
+        "ROCM_HOST": "kDLROCMHost",
+        "EXT_DEV": "kDLExtDev",
+        "CUDA_MANAGED": "kDLCUDAManaged",
+        "ONE_API": "kDLOneAPI",
+        "WEBGPU": "kDLWebGPU",
+        "HEXAGON": "kDLHexagon",
+        "MAIA": "kDLMAIA",
+        "TRN": "kDLTrn",
+    }
+    assert {m.name for m in DLDeviceType} == set(python_names)
+    for member in DLDeviceType:
+        assert int(enum_values[python_names[member.name]]) == member.value, member

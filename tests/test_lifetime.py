@@ -1,0 +1,255 @@
+"""Ownership and lifetime: deleters run exactly once, sources stay alive exactly
+as long as needed, nothing leaks, and deleters are safe on other threads and
+during exception propagation."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import sys
+import threading
+import tracemalloc
+import weakref
+
+import dlpack_ctypes as dc
+import numpy as np
+import pytest
+from conftest import require_torch
+
+from dlpackarray import DLPackArray, from_dlpack
+
+
+class WeakBytes(bytearray):
+    """A buffer exporter that supports weak references."""
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_deleter_called_exactly_once_through_consumers(versioned):
+    p = dc.Producer(np.arange(6.0), versioned=versioned)
+    x = DLPackArray(p.capsule())
+    y = DLPackArray(x)  # a second array sharing the owner
+    cap = x.__dlpack__(max_version=(1, 3))
+    n = np.from_dlpack(y)
+    mv = memoryview(x)
+    del x
+    assert p.deleter_calls == 0
+    del y
+    assert p.deleter_calls == 0
+    consumed = DLPackArray(cap)
+    del cap
+    assert p.deleter_calls == 0
+    del n
+    assert p.deleter_calls == 0
+    mv.release()
+    assert p.deleter_calls == 0
+    del consumed
+    gc.collect()
+    assert p.deleter_calls == 1
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 3)])
+def test_unconsumed_exported_capsule_runs_deleter_when_dropped(max_version):
+    p = dc.Producer(np.arange(4), versioned=max_version is not None)
+    x = DLPackArray(p.capsule())
+    cap = x.__dlpack__(max_version=max_version)
+    del x
+    assert p.deleter_calls == 0
+    del cap
+    assert p.deleter_calls == 1
+
+
+@pytest.mark.parametrize(
+    "make_source",
+    [lambda: np.arange(10.0), lambda: WeakBytes(b"x" * 64)],
+    ids=["numpy", "buffer_exporter"],
+)
+def test_source_alive_while_any_user_exists(make_source):
+    src = make_source()
+    ref = weakref.ref(src)
+    x = DLPackArray(src)
+    del src
+    assert ref() is not None
+    cap = x.__dlpack__(max_version=(1, 3))
+    del x
+    assert ref() is not None
+    consumer = np.from_dlpack(DLPackArray(cap))
+    del cap
+    assert ref() is not None
+    del consumer
+    gc.collect()
+    assert ref() is None
+
+
+def test_source_alive_while_torch_tensor_exists():
+    torch = require_torch()
+    src = np.arange(8.0)
+    ref = weakref.ref(src)
+    t = torch.from_dlpack(DLPackArray(src))
+    del src
+    gc.collect()
+    assert ref() is not None
+    assert t[3].item() == 3.0
+    del t
+    gc.collect()
+    assert ref() is None
+
+
+def test_refcounts_unchanged_across_loops():
+    src = np.arange(16, dtype=np.int32).reshape(4, 4)
+    raw = bytearray(32)
+    before = (sys.getrefcount(src), sys.getrefcount(raw))
+    for _ in range(200):
+        x = DLPackArray(src)
+        c1 = x.__dlpack__(max_version=(1, 3))
+        c2 = x.__dlpack__()
+        y = DLPackArray(c1)
+        z = from_dlpack(c2)
+        n = np.from_dlpack(y)
+        m = memoryview(z)
+        b = DLPackArray(raw)
+        bc = b.__dlpack__(max_version=(1, 3), copy=True)
+        del x, c1, c2, y, z, n, b, bc
+        m.release()
+    after = (sys.getrefcount(src), sys.getrefcount(raw))
+    assert after == before
+
+
+def test_deleter_runs_on_another_thread():
+    torch = require_torch()
+    p = dc.Producer(np.arange(5.0))
+    src = np.arange(7.0)
+    ref = weakref.ref(src)
+    holder = [torch.from_dlpack(DLPackArray(p.capsule())), torch.from_dlpack(DLPackArray(src))]
+    del src
+    errors = []
+
+    def drop():
+        try:
+            holder.clear()  # the last references die on this thread
+        except BaseException as e:  # noqa: BLE001 -- any failure on the thread is reported below
+            errors.append(e)
+
+    th = threading.Thread(target=drop)
+    th.start()
+    th.join()
+    assert not errors
+    assert p.deleter_calls == 1
+    gc.collect()
+    assert ref() is None
+
+
+def test_deleter_while_exception_propagates_c_level():
+    """The consumed managed tensor is released while BufferError is being raised."""
+    p = dc.Producer(np.arange(3.0))
+    with pytest.raises(BufferError, match="cannot move data") as info:
+        DLPackArray(p.capsule(), device=(2, 0))
+    assert p.deleter_calls == 1
+    assert info.value.__context__ is None
+
+
+def test_deleter_while_exception_propagates_python_level():
+    torch = require_torch()
+    p = dc.Producer(np.arange(3.0))
+    holder = [torch.from_dlpack(DLPackArray(p.capsule()))]
+    try:
+        try:
+            raise KeyError("original")
+        except KeyError as e:
+            holder.clear()  # deleter runs while KeyError is the handled exception
+            assert sys.exc_info()[1] is e
+            raise
+    except KeyError as e:
+        assert e.args == ("original",)
+        assert e.__context__ is None
+    assert p.deleter_calls == 1
+
+
+def test_gc_collects_cycles_holding_arrays():
+    src = np.arange(4.0)
+    ref = weakref.ref(src)
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.self = h
+    h.array = DLPackArray(src)
+    h.capsule = h.array.__dlpack__(max_version=(1, 3))
+    del src, h
+    gc.collect()
+    assert ref() is None
+
+
+def _malloc_in_use() -> int:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if not hasattr(libc, "mallinfo2"):
+        pytest.skip("glibc mallinfo2 not available: cannot measure C heap use")
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [
+            (n, ctypes.c_size_t)
+            for n in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
+
+    libc.mallinfo2.restype = Mallinfo2
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
+def test_no_growth_over_many_iterations():
+    """C heap (managed-tensor blocks, copies) and Python heap stay flat."""
+    src = np.arange(64, dtype=np.float64).reshape(8, 8)[:, ::2]
+
+    def cycle():
+        x = DLPackArray(src)
+        y = DLPackArray(x.__dlpack__(max_version=(1, 3)))
+        z = from_dlpack(y.__dlpack__())
+        c = DLPackArray(z, copy=True)
+        memoryview(c).release()
+        x.__dlpack__(max_version=(1, 3))  # dropped unconsumed
+        return np.from_dlpack(z).sum()
+
+    for _ in range(500):  # warm caches and free lists
+        cycle()
+    gc.collect()
+    tracemalloc.start()
+    c_before = _malloc_in_use()
+    py_before = tracemalloc.get_traced_memory()[0]
+    for _ in range(5000):
+        cycle()
+    gc.collect()
+    py_growth = tracemalloc.get_traced_memory()[0] - py_before
+    c_growth = _malloc_in_use() - c_before
+    tracemalloc.stop()
+    # One leaked managed tensor or copy per iteration would be >= 5000 * 100
+    # bytes; allow a little allocator noise.
+    assert py_growth < 64 * 1024
+    assert c_growth < 128 * 1024
+
+
+def test_gc_collects_cycles_through_a_buffer_exporter():
+    """A source that refers back to its own DLPackArray is still collected:
+    the Py_buffer's reference to the exporter is visible to the collector."""
+
+    class Buf(bytearray):
+        pass
+
+    src = Buf(32)
+    src.array = DLPackArray(src)
+    src.view = memoryview(src.array)
+    ref = weakref.ref(src)
+    del src
+    gc.collect()
+    assert ref() is None
