@@ -25,15 +25,16 @@ class PyArrayInterface(ctypes.Structure):
     ]
 
 
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_get_context = ctypes.pythonapi.PyCapsule_GetContext
-_get_context.restype = ctypes.c_void_p
-_get_context.argtypes = [ctypes.py_object]
-_new_capsule = ctypes.pythonapi.PyCapsule_New
-_new_capsule.restype = ctypes.py_object
-_new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+def _api(name, restype, *argtypes):
+    # A private prototype: other test helpers may set argtypes/restype on the
+    # shared ctypes.pythonapi function objects.
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
+_get_pointer = _api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
+_get_context = _api("PyCapsule_GetContext", ctypes.c_void_p, ctypes.py_object)
+_new_capsule = _api("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                    ctypes.c_void_p)
 
 
 def read_struct(capsule):

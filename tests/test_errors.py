@@ -329,7 +329,7 @@ def test_device_data_to_cpu():
 
 @pytest.mark.parametrize("obj", [object(), 3, "text", [1, 2], None])
 def test_unsupported_objects(obj):
-    with pytest.raises(TypeError, match="implements neither __dlpack__ nor the buffer protocol"):
+    with pytest.raises(TypeError, match="implements none of __dlpack__, __array_struct__"):
         DLPackArray(obj)
 
 

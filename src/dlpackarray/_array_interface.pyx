@@ -5,7 +5,7 @@
 Import turns them into a TensorView plus an owner; export describes a view
 through them.  NumPy itself is optional: only ``export_numpy`` imports it.
 """
-from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyObject_CheckBuffer, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyObject_CheckBuffer
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetContext, PyCapsule_GetName, PyCapsule_GetPointer,
@@ -24,7 +24,7 @@ from dlpackarray.core cimport (
     typestr_from_dtype, validate,
     validate_within,
 )
-from dlpackarray._buffer cimport BufferOwner
+from dlpackarray._buffer cimport BufferOwner, acquire_buffer
 from dlpackarray._common cimport parse_dtype
 from dlpackarray._views cimport as_int64
 
@@ -162,15 +162,12 @@ cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except 
 
 cdef BufferOwner _contiguous_buffer(object obj, object ctx):
     """The raw bytes of a contiguous buffer exporter; the owner holds them."""
-    cdef BufferOwner owner = BufferOwner.__new__(BufferOwner)
     try:
         # Without PyBUF_WRITABLE the exporter reports writability in readonly.
-        PyObject_GetBuffer(obj, &owner.buf, PyBUF_ANY_CONTIGUOUS)
+        return acquire_buffer(obj, PyBUF_ANY_CONTIGUOUS)
     except (BufferError, ValueError) as e:  # NumPy refuses with ValueError
         raise BufferError(f"{_where(ctx)}: needs a contiguous buffer from the "
                           f"'{type(obj).__name__}' object: {e}") from None
-    owner.acquired = True
-    return owner
 
 
 # -- import -----------------------------------------------------------------

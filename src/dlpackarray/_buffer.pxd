@@ -19,6 +19,7 @@ cdef class BufferOwner:
     cdef object source
 
 
+cdef BufferOwner acquire_buffer(object obj, int flags)
 cdef BufferOwner view_from_buffer(object obj, TensorView* out)
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
                      Py_ssize_t* byte_strides, int flags) except -1

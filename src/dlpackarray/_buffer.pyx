@@ -25,6 +25,17 @@ cdef class BufferOwner:
             PyBuffer_Release(&self.buf)
 
 
+cdef BufferOwner acquire_buffer(object obj, int flags):
+    """``PyObject_GetBuffer(obj, flags)`` into a new owner, following the
+    owner's reference protocol (exporter moved to ``source``)."""
+    cdef BufferOwner owner = BufferOwner.__new__(BufferOwner)
+    PyObject_GetBuffer(obj, &owner.buf, flags)
+    owner.acquired = True
+    owner.source = owner.buf.obj
+    owner.buf.obj = None
+    return owner
+
+
 cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     """Zero-copy view of ``obj``'s buffer; the returned owner holds the buffer."""
     cdef BufferOwner owner = BufferOwner.__new__(BufferOwner)
