@@ -33,8 +33,9 @@ def _api(name, restype, *argtypes):
 
 _get_pointer = _api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
 _get_context = _api("PyCapsule_GetContext", ctypes.c_void_p, ctypes.py_object)
-_new_capsule = _api("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
-                    ctypes.c_void_p)
+_new_capsule = _api(
+    "PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
+)
 
 
 def read_struct(capsule):
@@ -60,17 +61,39 @@ class StructExporter:
     tests can describe lies.  The ctypes memory lives as long as this object.
     """
 
-    def __init__(self, *, two=2, nd=1, typekind=b"i", itemsize=4, flags=NOTSWAPPED | WRITEABLE,
-                 shape=(4,), strides=None, data=0, descr=None, has_descr_pointer=None,
-                 name=None):
+    def __init__(
+        self,
+        *,
+        two=2,
+        nd=1,
+        typekind=b"i",
+        itemsize=4,
+        flags=NOTSWAPPED | WRITEABLE,
+        shape=(4,),
+        strides=None,
+        data=0,
+        descr=None,
+        has_descr_pointer=None,
+        name=None,
+    ):
         self._shape = (ctypes.c_ssize_t * max(len(shape), 1))(*shape) if shape is not None else None
-        self._strides = (ctypes.c_ssize_t * max(len(strides), 1))(*strides) if strides is not None else None
+        self._strides = (
+            (ctypes.c_ssize_t * max(len(strides), 1))(*strides) if strides is not None else None
+        )
         self._descr = descr
         self._name = name
         self.struct = PyArrayInterface(
-            two, nd, typekind, itemsize, flags,
-            ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_ssize_t)) if self._shape is not None else None,
-            ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_ssize_t)) if self._strides is not None else None,
+            two,
+            nd,
+            typekind,
+            itemsize,
+            flags,
+            ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_ssize_t))
+            if self._shape is not None
+            else None,
+            ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_ssize_t))
+            if self._strides is not None
+            else None,
             data or None,
             id(descr) if (descr is not None or has_descr_pointer) else None,
         )

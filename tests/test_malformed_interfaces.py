@@ -101,7 +101,8 @@ def test_good_baseline():
     (good(data=None), TypeError, "exposes no buffer"),
     (good(data=np.zeros((8, 8))[:, ::2]), BufferError, "contiguous"),
     # extents against a buffer of known length
-    (good(data=bytearray(63)), ValueError, r"reach bytes \[0, 64\) outside the source buffer of 63"),
+    (good(data=bytearray(63)), ValueError,
+     r"reach bytes \[0, 64\) outside the source buffer of 63"),
     (good(data=bytearray(64), offset=4), ValueError, "outside the source buffer"),
     (good(data=bytearray(64), strides=(20, 4)), ValueError, "outside the source buffer"),
     (good(data=bytearray(64), strides=(-16, 4)), ValueError, "outside the source buffer"),
@@ -205,7 +206,8 @@ def interfaces(draw):
             step *= max(n, 1)
         strides = tuple(strides) if not draw(st.booleans()) else tuple(strides[::-1])
     offset = draw(st.integers(0, 16))
-    extent = offset + (max(((n - 1) * s for n, s in zip(shape, strides)), default=0) + itemsize
+    spans = ((n - 1) * s for n, s in zip(shape, strides, strict=True)) if strides else ()
+    extent = offset + (max(spans, default=0) + itemsize
                        if strides else int(np.prod(shape)) * itemsize)
     size = max(extent + draw(st.integers(-8, 8)), 0)  # sometimes a lie about the length
     buf = bytes(size) if draw(st.booleans()) else bytearray(size)
@@ -272,9 +274,10 @@ def capsules(draw):
     kind, itemsize = draw(st.sampled_from([(b"i", 4), (b"u", 1), (b"f", 8), (b"c", 16), (b"b", 1),
                                            (b"f", 2)]))
     nd = draw(st.integers(0, 3))
-    fields = {"two": 2, "nd": nd, "typekind": kind, "itemsize": itemsize, "flags": NOTSWAPPED | WRITEABLE,
-                  "shape": draw(st.lists(st.integers(0, 4), min_size=nd, max_size=nd)),
-                  "strides": None, "data": ctypes.addressof(buf), "descr": None, "name": None}
+    fields = {"two": 2, "nd": nd, "typekind": kind, "itemsize": itemsize,
+              "flags": NOTSWAPPED | WRITEABLE,
+              "shape": draw(st.lists(st.integers(0, 4), min_size=nd, max_size=nd)),
+              "strides": None, "data": ctypes.addressof(buf), "descr": None, "name": None}
     if draw(st.booleans()):
         fields["strides"] = [itemsize * draw(st.integers(-4, 4)) for _ in range(nd)]
     wrong = {

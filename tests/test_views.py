@@ -29,7 +29,8 @@ def assert_same_view(view, expected):
     np.testing.assert_array_equal(got, expected)
     if expected.size > 1:
         # Strides that move between elements must agree; others are free.
-        for n, s_got, s_exp in zip(expected.shape, view.strides, element_strides(expected)):
+        pairs = zip(expected.shape, view.strides, element_strides(expected), strict=True)
+        for n, s_got, s_exp in pairs:
             if n > 1:
                 assert s_got == s_exp
     if expected.size and isinstance(expected, np.ndarray):  # numpy scalars are copies
@@ -156,7 +157,8 @@ def test_reshape_of_strided_views_follows_numpy_copy_false(data):
     size = view.size
     factors = [f for f in range(1, size + 1) if size % f == 0] or [1]
     first = data.draw(st.sampled_from(factors))
-    target = data.draw(st.sampled_from([(size,), (first, -1), (-1, first, 1), (1, first, size // first)]))
+    target = data.draw(
+        st.sampled_from([(size,), (first, -1), (-1, first, 1), (1, first, size // first)]))
     order = data.draw(st.sampled_from("CF"))
     try:
         expected = np.reshape(view, target, order=order, copy=False)
