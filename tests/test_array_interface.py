@@ -23,8 +23,22 @@ from dlpackarray import DLPackArray
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-NUMPY_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                "uint64", "float16", "float32", "float64", "complex64", "complex128"]
+NUMPY_DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
 class Iface:
@@ -66,8 +80,11 @@ def test_export_interface_data_and_readonly():
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
 def test_export_interface_absent_for_dtypes_without_typestr(dtype):
-    d = DLPackArray(np.zeros(4, np.uint8)).view(dtype) if dtype != "bfloat16" else \
-        DLPackArray(np.zeros(4, np.uint16)).view(dtype)
+    d = (
+        DLPackArray(np.zeros(4, np.uint8)).view(dtype)
+        if dtype != "bfloat16"
+        else DLPackArray(np.zeros(4, np.uint16)).view(dtype)
+    )
     assert not hasattr(d, "__array_interface__")
     assert not hasattr(d, "__array_struct__")
     with pytest.raises(AttributeError, match=dtype):
@@ -80,10 +97,18 @@ FLAG_BITS = C_CONTIGUOUS | F_CONTIGUOUS | ALIGNED | NOTSWAPPED | WRITEABLE
 
 
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES)
-@pytest.mark.parametrize("make", [
-    lambda a: a, lambda a: a[::2, ::-1], lambda a: a.T, lambda a: a[1], lambda a: a[1, 2],
-    lambda a: a[:, :0],
-], ids=["c", "strided", "fortran", "row", "0-d", "empty"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a: a,
+        lambda a: a[::2, ::-1],
+        lambda a: a.T,
+        lambda a: a[1],
+        lambda a: a[1, 2],
+        lambda a: a[:, :0],
+    ],
+    ids=["c", "strided", "fortran", "row", "0-d", "empty"],
+)
 def test_export_struct_equals_numpys_own(dtype, make):
     src = make(sample(dtype))
     ours, theirs = read_struct(DLPackArray(src).__array_struct__), read_struct(src.__array_struct__)
@@ -172,10 +197,12 @@ def test_array_uses_ml_dtypes(name):
 
 
 def test_numpy_is_imported_lazily():
-    code = ("import sys, dlpackarray; d = dlpackarray.DLPackArray(b'abcd'); "
-            "d.view('int16')[::-1].__array_interface__; d.__array_struct__; "
-            "assert 'numpy' not in sys.modules, 'numpy imported'; "
-            "d.__array__(); assert 'numpy' in sys.modules")
+    code = (
+        "import sys, dlpackarray; d = dlpackarray.DLPackArray(b'abcd'); "
+        "d.view('int16')[::-1].__array_interface__; d.__array_struct__; "
+        "assert 'numpy' not in sys.modules, 'numpy imported'; "
+        "d.__array__(); assert 'numpy' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -196,7 +223,8 @@ def exporter_with(levels):
         ns["__array_struct__"] = property(lambda self: arrays["__array_struct__"].__array_struct__)
     if "__array_interface__" in levels:
         ns["__array_interface__"] = property(
-            lambda self: arrays["__array_interface__"].__array_interface__)
+            lambda self: arrays["__array_interface__"].__array_interface__
+        )
     if "__array__" in levels:
         ns["__array__"] = lambda self, dtype=None, copy=None: arrays["__array__"]
     if "buffer" in levels:
@@ -273,8 +301,7 @@ def test_interface_data_from_own_buffer_with_offset():
     class Raw(bytearray):
         @property
         def __array_interface__(self):
-            return {"version": 3, "shape": (2, 3), "typestr": "|u1", "offset": 2,
-                    "strides": (4, 1)}
+            return {"version": 3, "shape": (2, 3), "typestr": "|u1", "offset": 2, "strides": (4, 1)}
 
     raw = Raw(range(10))
     d = DLPackArray(raw)
@@ -283,8 +310,14 @@ def test_interface_data_from_own_buffer_with_offset():
     assert raw[8] == 200
 
 
-@pytest.mark.parametrize("buf, readonly", [(bytes(range(12)), True), (bytearray(range(12)), False),
-                                           (memoryview(bytearray(range(12))), False)])
+@pytest.mark.parametrize(
+    "buf, readonly",
+    [
+        (bytes(range(12)), True),
+        (bytearray(range(12)), False),
+        (memoryview(bytearray(range(12))), False),
+    ],
+)
 def test_interface_data_as_buffer_object(buf, readonly):
     iface = {"version": 3, "shape": (2,), "typestr": "<u4", "data": buf, "offset": 4}
     d = DLPackArray(Iface(iface))
@@ -303,8 +336,9 @@ def test_interface_void_typestr_with_basic_descr():
 # -- import: __array_struct__ ------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [lambda a: a, lambda a: a.T, lambda a: a[::-1, 1::2],
-                                  lambda a: a[0, 0]])
+@pytest.mark.parametrize(
+    "make", [lambda a: a, lambda a: a.T, lambda a: a[::-1, 1::2], lambda a: a[0, 0]]
+)
 def test_struct_from_numpy(make):
     src = make(sample("complex64", (4, 6)))
     d = DLPackArray(Struct(src.__array_struct__))
@@ -314,8 +348,13 @@ def test_struct_from_numpy(make):
 
 def test_struct_null_strides_readonly_and_lifetime():
     buf = (np.arange(6, dtype=np.int32)).copy()
-    exp = StructExporter(nd=2, shape=(2, 3), strides=None, data=buf.ctypes.data,
-                         flags=NOTSWAPPED | ALIGNED | C_CONTIGUOUS)
+    exp = StructExporter(
+        nd=2,
+        shape=(2, 3),
+        strides=None,
+        data=buf.ctypes.data,
+        flags=NOTSWAPPED | ALIGNED | C_CONTIGUOUS,
+    )
     exp.buf = buf
     d = DLPackArray(exp)
     assert d.readonly and d.shape == (2, 3) and d.strides == (3, 1)
@@ -326,8 +365,9 @@ def test_struct_null_strides_readonly_and_lifetime():
 
 def test_struct_with_descr():
     buf = np.arange(4, dtype=np.int32)
-    exp = StructExporter(data=buf.ctypes.data, descr=[("", "<i4")],
-                         flags=NOTSWAPPED | WRITEABLE | ARR_HAS_DESCR)
+    exp = StructExporter(
+        data=buf.ctypes.data, descr=[("", "<i4")], flags=NOTSWAPPED | WRITEABLE | ARR_HAS_DESCR
+    )
     exp.buf = buf
     np.testing.assert_array_equal(np.asarray(DLPackArray(exp)), buf)
 
@@ -404,20 +444,23 @@ def test_from_buffer_nd_strided_and_readonly():
     assert DLPackArray.from_buffer(raw, "uint8", shape=6, strides=[4]).shape == (6,)
 
 
-@pytest.mark.parametrize("kwargs, exc, text", [
-    ({"shape": (4, 4)}, ValueError, "outside the source buffer of 24 bytes"),
-    ({"shape": (2,), "strides": (24,)}, ValueError, "outside"),
-    ({"shape": (2,), "offset": 24}, ValueError, "outside"),
-    ({"shape": (2,), "strides": (-4,)}, ValueError, "outside"),
-    ({"offset": 30}, ValueError, "beyond the end"),
-    ({"offset": 2, "dtype": "int32"}, ValueError, "not a multiple of the item size"),
-    ({"strides": (4,)}, ValueError, "explicit shape"),
-    ({"shape": (2,), "strides": (3,)}, BufferError, "not a multiple of the item size"),
-    ({"offset": -1}, ValueError, ">= 0"),
-    ({"shape": (-1,)}, ValueError, "negative"),
-    ({"shape": ("2",)}, TypeError, "must be an integer"),
-    ({"dtype": "nope"}, TypeError, "unknown dtype"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, text",
+    [
+        ({"shape": (4, 4)}, ValueError, "outside the source buffer of 24 bytes"),
+        ({"shape": (2,), "strides": (24,)}, ValueError, "outside"),
+        ({"shape": (2,), "offset": 24}, ValueError, "outside"),
+        ({"shape": (2,), "strides": (-4,)}, ValueError, "outside"),
+        ({"offset": 30}, ValueError, "beyond the end"),
+        ({"offset": 2, "dtype": "int32"}, ValueError, "not a multiple of the item size"),
+        ({"strides": (4,)}, ValueError, "explicit shape"),
+        ({"shape": (2,), "strides": (3,)}, BufferError, "not a multiple of the item size"),
+        ({"offset": -1}, ValueError, ">= 0"),
+        ({"shape": (-1,)}, ValueError, "negative"),
+        ({"shape": ("2",)}, TypeError, "must be an integer"),
+        ({"dtype": "nope"}, TypeError, "unknown dtype"),
+    ],
+)
 def test_from_buffer_errors(kwargs, exc, text):
     kwargs.setdefault("dtype", "uint16")
     with pytest.raises(exc, match=text):

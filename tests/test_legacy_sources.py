@@ -27,9 +27,9 @@ Image = pytest.importorskip("PIL.Image")
 
 @dataclass
 class Case:
-    source: object            # the object the user owns
-    wrap: Callable            # source -> DLPackArray
-    readback: Callable        # () -> ndarray of the source's current values, read independently
+    source: object  # the object the user owns
+    wrap: Callable  # source -> DLPackArray
+    readback: Callable  # () -> ndarray of the source's current values, read independently
     writable: bool
     keep: list = field(default_factory=list)  # files, mmaps to close afterwards
 
@@ -53,8 +53,13 @@ def mmap_case(tmp_path, writable):
         mm.flush() if writable else None
         return np.frombuffer(path.read_bytes(), np.float32).reshape(3, 4)
 
-    return Case(mm, lambda m: DLPackArray.from_buffer(m, "float32", shape=(3, 4)), readback,
-                writable, [mm, f])
+    return Case(
+        mm,
+        lambda m: DLPackArray.from_buffer(m, "float32", shape=(3, 4)),
+        readback,
+        writable,
+        [mm, f],
+    )
 
 
 def mmap_bytes_case(tmp_path):
@@ -94,8 +99,12 @@ class Point(ctypes.Structure):
 
 def ctypes_struct_array_case(_):
     pts = (Point * 3)(Point(1, 2), Point(3, 4), Point(5, 6.5))
-    return Case(pts, lambda p: DLPackArray.from_buffer(p, "float64", shape=(3, 2)),
-                lambda: np.array([[p.x, p.y] for p in pts]), True)
+    return Case(
+        pts,
+        lambda p: DLPackArray.from_buffer(p, "float64", shape=(3, 2)),
+        lambda: np.array([[p.x, p.y] for p in pts]),
+        True,
+    )
 
 
 class Record(ctypes.Structure):
@@ -104,23 +113,29 @@ class Record(ctypes.Structure):
 
 def ctypes_struct_case(_):
     rec = Record((ctypes.c_float * 4)(0.5, 1.5, -2.0, 8.0), 4)
-    return Case(rec, lambda r: DLPackArray.from_buffer(r, "float32", shape=(4,)),
-                lambda: np.array(list(rec.values), dtype=np.float32), True)
+    return Case(
+        rec,
+        lambda r: DLPackArray.from_buffer(r, "float32", shape=(4,)),
+        lambda: np.array(list(rec.values), dtype=np.float32),
+        True,
+    )
 
 
 def pillow_case(_):
     img = Image.new("RGB", (5, 3), (10, 20, 30))
     img.putpixel((4, 2), (250, 128, 1))
     # Pillow's __array_interface__ hands out a fresh bytes copy: read-only.
-    return Case(img, DLPackArray,
-                lambda: np.frombuffer(img.tobytes(), np.uint8).reshape(3, 5, 3), False)
+    return Case(
+        img, DLPackArray, lambda: np.frombuffer(img.tobytes(), np.uint8).reshape(3, 5, 3), False
+    )
 
 
 def pillow_float_case(_):
     img = Image.new("F", (4, 2), 0.25)
     img.putpixel((1, 1), -3.5)
-    return Case(img, DLPackArray,
-                lambda: np.frombuffer(img.tobytes(), np.float32).reshape(2, 4), False)
+    return Case(
+        img, DLPackArray, lambda: np.frombuffer(img.tobytes(), np.float32).reshape(2, 4), False
+    )
 
 
 SEED = np.array([1, 2, 3, 4, 5])
@@ -144,15 +159,18 @@ def seed_case(kind):
         case = Case(obj, DLPackArray, lambda: data.copy(), True)
         case.keep.append(data)
         return case
+
     return make
 
 
 def array_case(typecode):
     def make(_):
-        a = array.array(typecode, [0, 1, 2, 3, 100] if typecode not in "fd" else
-                        [0.5, -1.25, 3.0, 1e10, -0.0])
+        a = array.array(
+            typecode, [0, 1, 2, 3, 100] if typecode not in "fd" else [0.5, -1.25, 3.0, 1e10, -0.0]
+        )
         np_type = np.dtype(typecode).newbyteorder("=")
         return Case(a, DLPackArray, lambda: np.frombuffer(a.tobytes(), np_type), True)
+
     return make
 
 
@@ -184,6 +202,7 @@ def case(request, tmp_path):
         if hasattr(obj, "close"):
             c.source = c.wrap = None
             import gc
+
             gc.collect()
             try:
                 obj.close()
@@ -242,8 +261,11 @@ def test_jax(case, jax_x64):
         # needs an explicit copy.
         with pytest.raises(BufferError, match="read-only"):
             jnp.from_dlpack(d)
-        d = DLPackArray(case.source, copy=True) if not isinstance(case.source, mmap.mmap) \
+        d = (
+            DLPackArray(case.source, copy=True)
+            if not isinstance(case.source, mmap.mmap)
             else case.wrap(case.source).copy()
+        )
     j = jnp.from_dlpack(d)
     assert j.dtype == expected.dtype and j.shape == expected.shape
     assert np.asarray(j).tobytes() == expected.tobytes()

@@ -43,12 +43,31 @@ def base():
 
 
 KEYS = [
-    0, -1, 1, (0, 1), (1, -1, 2), (-2, 0, -4),
-    slice(None), slice(1, None), slice(None, None, -1), slice(None, None, 2),
-    (slice(None), slice(None, None, -2)), (Ellipsis, 1), (1, Ellipsis), (Ellipsis,),
-    (None,), (None, 0, None), (Ellipsis, None), (slice(5, 1, -1), slice(-1, -100, -2)),
-    (slice(10, 20),), (slice(1, 1), 0), (0, slice(None), slice(3, 0, -2), None),
-    (np.int64(1), np.int8(-1)), (), (0, 0, 0), (Ellipsis, 0, 0, 0),
+    0,
+    -1,
+    1,
+    (0, 1),
+    (1, -1, 2),
+    (-2, 0, -4),
+    slice(None),
+    slice(1, None),
+    slice(None, None, -1),
+    slice(None, None, 2),
+    (slice(None), slice(None, None, -2)),
+    (Ellipsis, 1),
+    (1, Ellipsis),
+    (Ellipsis,),
+    (None,),
+    (None, 0, None),
+    (Ellipsis, None),
+    (slice(5, 1, -1), slice(-1, -100, -2)),
+    (slice(10, 20),),
+    (slice(1, 1), 0),
+    (0, slice(None), slice(3, 0, -2), None),
+    (np.int64(1), np.int8(-1)),
+    (),
+    (0, 0, 0),
+    (Ellipsis, 0, 0, 0),
 ]
 
 
@@ -83,22 +102,25 @@ def test_index_writes_reach_the_source(base):
     assert base[0, 1, 0] == -9
 
 
-@pytest.mark.parametrize("key, exc, text", [
-    (2, IndexError, "out of bounds for axis 0 with size 2"),
-    ((0, 3), IndexError, "out of bounds for axis 1"),
-    ((0, 0, -5), IndexError, "out of bounds"),
-    ((0, 0, 0, 0), IndexError, "too many indices"),
-    ((Ellipsis, Ellipsis), IndexError, "single ellipsis"),
-    (1.0, IndexError, "got float"),
-    (True, IndexError, "got bool"),
-    ([0, 1], IndexError, "advanced"),
-    (np.array([0, 1]), IndexError, "advanced"),
-    (slice(None, None, 0), ValueError, "zero"),
-    (slice(0.5, None), TypeError, "slice indices"),
-    (2**70, IndexError, "out of bounds"),
-    ((None,) * 62, IndexError, "more than 64 dimensions"),
-    ((0,) * 200, IndexError, "cannot be valid"),
-])
+@pytest.mark.parametrize(
+    "key, exc, text",
+    [
+        (2, IndexError, "out of bounds for axis 0 with size 2"),
+        ((0, 3), IndexError, "out of bounds for axis 1"),
+        ((0, 0, -5), IndexError, "out of bounds"),
+        ((0, 0, 0, 0), IndexError, "too many indices"),
+        ((Ellipsis, Ellipsis), IndexError, "single ellipsis"),
+        (1.0, IndexError, "got float"),
+        (True, IndexError, "got bool"),
+        ([0, 1], IndexError, "advanced"),
+        (np.array([0, 1]), IndexError, "advanced"),
+        (slice(None, None, 0), ValueError, "zero"),
+        (slice(0.5, None), TypeError, "slice indices"),
+        (2**70, IndexError, "out of bounds"),
+        ((None,) * 62, IndexError, "more than 64 dimensions"),
+        ((0,) * 200, IndexError, "cannot be valid"),
+    ],
+)
 def test_bad_indices_raise(base, key, exc, text):
     with pytest.raises(exc, match=text):
         DLPackArray(base)[key]
@@ -124,8 +146,9 @@ def test_views_keep_readonly_and_owner():
 # -- reshape ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(24,), (4, 6), (2, 3, 4), (2, -1), (-1,), (1, 24, 1),
-                                   (1, 1, 2, 1, 12), (3, 8), ()])
+@pytest.mark.parametrize(
+    "shape", [(24,), (4, 6), (2, 3, 4), (2, -1), (-1,), (1, 24, 1), (1, 1, 2, 1, 12), (3, 8), ()]
+)
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_reshape_contiguous_matches_numpy(base, shape, order):
     if shape == ():
@@ -135,8 +158,10 @@ def test_reshape_contiguous_matches_numpy(base, shape, order):
     # A C-ordered reshape of C-contiguous data, or an F-ordered one of
     # F-contiguous data, is always a view.
     src = base if order == "C" else np.asfortranarray(base)
-    assert_same_view(DLPackArray(src).reshape(shape, order=order),
-                     np.reshape(src, shape, order=order, copy=False))
+    assert_same_view(
+        DLPackArray(src).reshape(shape, order=order),
+        np.reshape(src, shape, order=order, copy=False),
+    )
 
 
 def test_reshape_spellings(base):
@@ -158,7 +183,8 @@ def test_reshape_of_strided_views_follows_numpy_copy_false(data):
     factors = [f for f in range(1, size + 1) if size % f == 0] or [1]
     first = data.draw(st.sampled_from(factors))
     target = data.draw(
-        st.sampled_from([(size,), (first, -1), (-1, first, 1), (1, first, size // first)]))
+        st.sampled_from([(size,), (first, -1), (-1, first, 1), (1, first, size // first)])
+    )
     order = data.draw(st.sampled_from("CF"))
     try:
         expected = np.reshape(view, target, order=order, copy=False)
@@ -169,15 +195,18 @@ def test_reshape_of_strided_views_follows_numpy_copy_false(data):
     assert_same_view(DLPackArray(view).reshape(target, order=order), expected)
 
 
-@pytest.mark.parametrize("shape, text", [
-    ((5, 5), "cannot reshape array of size 24"),
-    ((-1, -1), "one unknown dimension"),
-    ((7, -1), "cannot reshape array of size 24"),
-    ((-2, 12), "negative dimension"),
-    ((1,) * 65, "at most 64"),
-    ((2.0, 12), "must be an integer"),
-    ("24", "must be integers"),
-])
+@pytest.mark.parametrize(
+    "shape, text",
+    [
+        ((5, 5), "cannot reshape array of size 24"),
+        ((-1, -1), "one unknown dimension"),
+        ((7, -1), "cannot reshape array of size 24"),
+        ((-2, 12), "negative dimension"),
+        ((1,) * 65, "at most 64"),
+        ((2.0, 12), "must be an integer"),
+        ("24", "must be integers"),
+    ],
+)
 def test_reshape_errors(base, shape, text):
     with pytest.raises((ValueError, TypeError), match=text):
         DLPackArray(base).reshape(shape)
@@ -217,10 +246,16 @@ def test_permute_and_T(base):
         d.permute()
 
 
-@pytest.mark.parametrize("axes, text", [
-    ((0, 1), "do not match"), ((0, 0, 1), "repeated axis"), ((0, 1, 3), "out of bounds"),
-    ((0, 1, -4), "out of bounds"), ((0, 1, "2"), "must be an integer"),
-])
+@pytest.mark.parametrize(
+    "axes, text",
+    [
+        ((0, 1), "do not match"),
+        ((0, 0, 1), "repeated axis"),
+        ((0, 1, 3), "out of bounds"),
+        ((0, 1, -4), "out of bounds"),
+        ((0, 1, "2"), "must be an integer"),
+    ],
+)
 def test_transpose_errors(base, axes, text):
     with pytest.raises((ValueError, TypeError), match=text):
         DLPackArray(base).transpose(*axes)
@@ -229,10 +264,19 @@ def test_transpose_errors(base, axes, text):
 # -- view(dtype) -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("src_dtype, dtype", [
-    ("float32", "uint8"), ("float32", "int32"), ("uint8", "float32"), ("int16", "float16"),
-    ("float64", "complex64"), ("complex128", "float64"), ("uint8", "bool"), ("int64", "int16"),
-])
+@pytest.mark.parametrize(
+    "src_dtype, dtype",
+    [
+        ("float32", "uint8"),
+        ("float32", "int32"),
+        ("uint8", "float32"),
+        ("int16", "float16"),
+        ("float64", "complex64"),
+        ("complex128", "float64"),
+        ("uint8", "bool"),
+        ("int64", "int16"),
+    ],
+)
 def test_dtype_view_matches_numpy(src_dtype, dtype):
     src = np.arange(96, dtype=np.uint8).view(src_dtype).reshape(2, -1)
     assert_same_view(DLPackArray(src).view(dtype), src.view(dtype))
@@ -250,14 +294,17 @@ def test_dtype_view_accepts_dtype_objects():
     assert bf.view("float32").shape == (4,)
 
 
-@pytest.mark.parametrize("make, dtype, text", [
-    (lambda a: a[:, ::2], "float64", "contiguous last dimension"),
-    (lambda a: a[:, :3], "float64", "not a multiple of the new item size"),
-    (lambda a: a[0, 0], "float64", "0-d"),
-    (lambda a: a[:, 1:5:1][::1], "int64", None),  # 16 bytes per row: fine
-    (lambda a: a, "not-a-type", "unknown dtype"),
-    (lambda a: a, "float6_e2m3fn", "unknown dtype"),
-])
+@pytest.mark.parametrize(
+    "make, dtype, text",
+    [
+        (lambda a: a[:, ::2], "float64", "contiguous last dimension"),
+        (lambda a: a[:, :3], "float64", "not a multiple of the new item size"),
+        (lambda a: a[0, 0], "float64", "0-d"),
+        (lambda a: a[:, 1:5:1][::1], "int64", None),  # 16 bytes per row: fine
+        (lambda a: a, "not-a-type", "unknown dtype"),
+        (lambda a: a, "float6_e2m3fn", "unknown dtype"),
+    ],
+)
 def test_dtype_view_errors(make, dtype, text):
     src = np.zeros((3, 6), dtype=np.float32)
     v = DLPackArray(make(src)) if text is None else DLPackArray(src)
@@ -287,14 +334,18 @@ class _Struct:
         self.__array_struct__ = capsule
 
 
-@pytest.mark.parametrize("make", [
-    lambda d: d[1:, ::2],
-    lambda d: d.reshape(6, 4)[::-1],
-    lambda d: d.transpose(1, 2, 0),
-    lambda d: d[..., None, 1],
-    lambda d: d.view("uint8")[:, 1],
-    lambda d: d[1, 2, 3],
-], ids=["slice", "reshape-flip", "transpose", "newaxis", "dtype-view", "0-d"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: d[1:, ::2],
+        lambda d: d.reshape(6, 4)[::-1],
+        lambda d: d.transpose(1, 2, 0),
+        lambda d: d[..., None, 1],
+        lambda d: d.view("uint8")[:, 1],
+        lambda d: d[1, 2, 3],
+    ],
+    ids=["slice", "reshape-flip", "transpose", "newaxis", "dtype-view", "0-d"],
+)
 def test_views_export_through_every_protocol(base, make):
     v = make(DLPackArray(base))
     expected = np.asarray(v).copy()

@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """DLPackArray: one zero-copy view that speaks every array protocol."""
 import array as _array_module
+import sys
 import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
@@ -9,12 +10,16 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport int64_t, uintptr_t
 
-from dlpackarray.abi cimport DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion
+from dlpackarray.abi cimport (
+    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion,
+)
 from dlpackarray.core cimport (
     TensorView, device_is_host_accessible, dtype_itemsize, is_c_contiguous, is_f_contiguous,
     view_size,
 )
-from dlpackarray._common cimport copy_to_heap, device_tuple, dtype_object, parse_device
+from dlpackarray._common cimport (
+    copy_to_heap, device_tuple, dtype_object, parse_device, parse_dtype,
+)
 from dlpackarray._buffer cimport fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
     ManagedOwner, export_capsule, request_capsule, view_from_capsule,
@@ -32,6 +37,11 @@ from dlpackarray._devices import DLDeviceType
 # attribute probes of the precedence chain without changing its outcome.
 cdef frozenset _BUFFER_ONLY_TYPES = frozenset(
     [bytes, bytearray, memoryview, _array_module.array, _mmap_module.mmap])
+
+# NumPy's own dtypes, which NumPy exports through DLPack when it can at all.
+cdef frozenset _NUMPY_NATIVE_NAMES = frozenset([
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"])
 
 cdef tuple _DLPACK_INFO = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 
@@ -107,7 +117,13 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
-        managed = view_from_capsule(request_capsule(obj, dl_device, copy), &self._view)
+        try:
+            capsule = request_capsule(obj, dl_device, copy)
+        except BufferError:
+            if dlpack_only or not _import_extension_dtype(self, obj):
+                raise
+            return _finish_import(self, copy, device, False)
+        managed = view_from_capsule(capsule, &self._view)
         self.owner = managed
         return _finish_import(self, copy, device, managed.copied)
     if dlpack_only:
@@ -142,6 +158,35 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     raise TypeError(
         f"cannot wrap a '{t.__name__}' object: it implements none of __dlpack__, "
         "__array_struct__, __array_interface__, the buffer protocol or __array__")
+
+
+cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
+    """NumPy refuses DLPack export of extension dtypes (ml_dtypes bfloat16 and
+    float8) that DLPack itself carries; their array interface calls the bytes
+    opaque void, and the dtype's name says what they are.  Returns False when
+    ``obj`` is not such an array, so the producer's BufferError stands."""
+    cdef DLDataType dt
+    np_dtype = getattr(obj, "dtype", None)
+    name = getattr(np_dtype, "name", None)
+    if (not isinstance(name, str) or getattr(np_dtype, "fields", 0) is not None
+            or getattr(np_dtype, "isnative", False) is not True
+            or name in _NUMPY_NATIVE_NAMES):
+        # Structured, byte-swapped and NumPy's own dtypes: the refusal stands.
+        return False
+    try:
+        dt = parse_dtype(name)
+    except (TypeError, ValueError, BufferError):
+        return False
+    iface = getattr(obj, "__array_interface__", None)
+    if type(iface) is not dict or dtype_itemsize(dt) != getattr(np_dtype, "itemsize", -1):
+        return False
+    opaque = dict(<dict>iface)
+    opaque["typestr"] = f"|u{np_dtype.itemsize}" if np_dtype.itemsize == 1 else \
+        f"{'<' if sys.byteorder == 'little' else '>'}u{np_dtype.itemsize}"
+    opaque.pop("descr", None)
+    self.owner = view_from_array_interface(obj, opaque, &self._view)
+    self._view.dtype = dt
+    return True
 
 
 cdef bint _has_direct_protocol(object obj) except -1:
