@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """DLPackArray: one zero-copy view that speaks every array protocol."""
+cimport cython
 import array as _array_module
 import sys
 import mmap as _mmap_module
@@ -197,6 +198,9 @@ cdef bint _has_direct_protocol(object obj) except -1:
             or getattr(obj, "__array_interface__", None) is not None)
 
 
+# A freelist recycles instances without malloc/free: exchanges create and
+# drop one per call.
+@cython.freelist(16)
 cdef class DLPackArray:
     """A zero-copy view of any array-like object, re-exported through every protocol.
 

@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """DLPack capsules: consume (import) and produce (export) per the Python spec."""
+cimport cython
 from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport (
@@ -30,6 +31,9 @@ cdef extern from "Python.h":
                                      object kwnames)
 
 
+# A freelist recycles instances without malloc/free: exchanges create and
+# drop one per call.
+@cython.freelist(16)
 cdef class ManagedOwner:
     def __dealloc__(self):
         if self.versioned != NULL:
