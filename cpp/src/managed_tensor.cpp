@@ -11,16 +11,25 @@ namespace dla {
 
 namespace {
 
+static_assert(sizeof(DLManagedTensorVersioned) % alignof(int64_t) == 0, "arrays follow aligned");
+static_assert(sizeof(DLManagedTensor) % alignof(int64_t) == 0, "arrays follow aligned");
+
 template <class Managed>
-Managed* allocate_block(int32_t ndim, int64_t** shape, int64_t** strides) {
-  static_assert(sizeof(Managed) % alignof(int64_t) == 0, "arrays must follow aligned");
-  const size_t n = size_t(ndim > 0 ? ndim : 0);
-  void* block = std::malloc(sizeof(Managed) + 2 * n * sizeof(int64_t));
+size_t block_size(int32_t ndim) {
+  return sizeof(Managed) + 2 * size_t(ndim > 0 ? ndim : 0) * sizeof(int64_t);
+}
+
+// The arrays live right after the struct, in the same block.
+template <class Managed>
+void fill_in_block(Managed* m, const TensorView& v) {
+  auto* arrays = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(m) + sizeof(Managed));
+  fill_dltensor(v, &m->dl_tensor, arrays, arrays + (v.ndim > 0 ? v.ndim : 0));
+}
+
+void* checked_malloc(size_t n) {
+  void* block = std::malloc(n);
   if (block == nullptr) fail(ErrorKind::Memory, "could not allocate a DLPack managed tensor");
-  auto* arrays = reinterpret_cast<int64_t*>(static_cast<char*>(block) + sizeof(Managed));
-  *shape = arrays;
-  *strides = arrays + n;
-  return static_cast<Managed*>(block);
+  return block;
 }
 
 }  // namespace
@@ -40,25 +49,37 @@ void fill_dltensor(const TensorView& v, DLTensor* out, int64_t* shape, int64_t* 
   out->strides = v.ndim > 0 ? strides : nullptr;
 }
 
-DLManagedTensorVersioned* new_versioned(const TensorView& v, uint64_t flags, void* manager_ctx,
-                                        VersionedDeleter deleter) {
-  int64_t *shape, *strides;
-  auto* m = allocate_block<DLManagedTensorVersioned>(v.ndim, &shape, &strides);
+size_t versioned_block_size(int32_t ndim) { return block_size<DLManagedTensorVersioned>(ndim); }
+size_t legacy_block_size(int32_t ndim) { return block_size<DLManagedTensor>(ndim); }
+
+DLManagedTensorVersioned* init_versioned(void* block, const TensorView& v, uint64_t flags,
+                                         void* manager_ctx, VersionedDeleter deleter) {
+  auto* m = static_cast<DLManagedTensorVersioned*>(block);
   m->version = DLPackVersion{kDLPackMajorVersion, kDLPackMinorVersion};
   m->manager_ctx = manager_ctx;
   m->deleter = deleter;
   m->flags = flags;
-  fill_dltensor(v, &m->dl_tensor, shape, strides);
+  fill_in_block(m, v);
   return m;
 }
 
-DLManagedTensor* new_legacy(const TensorView& v, void* manager_ctx, LegacyDeleter deleter) {
-  int64_t *shape, *strides;
-  auto* m = allocate_block<DLManagedTensor>(v.ndim, &shape, &strides);
+DLManagedTensor* init_legacy(void* block, const TensorView& v, void* manager_ctx,
+                             LegacyDeleter deleter) {
+  auto* m = static_cast<DLManagedTensor*>(block);
   m->manager_ctx = manager_ctx;
   m->deleter = deleter;
-  fill_dltensor(v, &m->dl_tensor, shape, strides);
+  fill_in_block(m, v);
   return m;
+}
+
+DLManagedTensorVersioned* new_versioned(const TensorView& v, uint64_t flags, void* manager_ctx,
+                                        VersionedDeleter deleter) {
+  return init_versioned(checked_malloc(versioned_block_size(v.ndim)), v, flags, manager_ctx,
+                        deleter);
+}
+
+DLManagedTensor* new_legacy(const TensorView& v, void* manager_ctx, LegacyDeleter deleter) {
+  return init_legacy(checked_malloc(legacy_block_size(v.ndim)), v, manager_ctx, deleter);
 }
 
 void free_managed_block(void* block) noexcept { std::free(block); }

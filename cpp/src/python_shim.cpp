@@ -1,5 +1,6 @@
 #include "dlpackarray/python_shim.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -19,16 +20,75 @@ bool interpreter_finalizing() {
 #endif
 }
 
+// Managed-tensor blocks of exported capsules are recycled: every exchange
+// makes and drops one, and a pool avoids a malloc/free pair per call.  Every
+// block is at least kPooledBytes long, so any returned block can serve any
+// request of up to kPooledNdim dimensions whatever its tensor's ndim says.
+// The pool is touched only with the GIL held, which serialises it.
+constexpr int32_t kPooledNdim = 4;
+constexpr int kPoolCapacity = 64;
+#ifdef Py_GIL_DISABLED
+constexpr bool kPoolEnabled = false;  // no GIL to guard the pool
+#else
+constexpr bool kPoolEnabled = true;
+#endif
+void* g_pool[kPoolCapacity];
+int g_pool_size = 0;
+
+size_t pooled_bytes() {
+  const size_t v = versioned_block_size(kPooledNdim), l = legacy_block_size(kPooledNdim);
+  return v > l ? v : l;
+}
+
+// GIL held.  Returns NULL with MemoryError set on failure.
+void* take_block(size_t needed) {
+  if (kPoolEnabled && needed <= pooled_bytes() && g_pool_size > 0) return g_pool[--g_pool_size];
+  const size_t n = needed > pooled_bytes() ? needed : pooled_bytes();
+  void* block = std::malloc(n);
+  if (block == nullptr) PyErr_NoMemory();
+  return block;
+}
+
+// GIL held.
+void give_block(void* block) {
+  if (kPoolEnabled && g_pool_size < kPoolCapacity) {
+    g_pool[g_pool_size++] = block;
+  } else {
+    std::free(block);
+  }
+}
+
+// Drops the owner reference and recycles the block, from any thread: the GIL
+// is taken when needed; with no usable interpreter the owner is leaked and
+// the block freed directly.
+void release_owner_and_block(PyObject* owner, void* block) noexcept {
+  if (!Py_IsInitialized()) {
+    std::free(block);
+    return;
+  }
+  const bool have_gil = PyGILState_Check() != 0;
+  if (!have_gil && interpreter_finalizing()) {
+    std::free(block);
+    return;
+  }
+  PyGILState_STATE state{};
+  if (!have_gil) state = PyGILState_Ensure();
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  Py_XDECREF(owner);
+  give_block(block);
+  PyErr_Restore(type, value, tb);
+  if (!have_gil) PyGILState_Release(state);
+}
+
 void versioned_owner_deleter(DLManagedTensorVersioned* self) {
   if (self == nullptr) return;
-  release_reference(static_cast<PyObject*>(self->manager_ctx));
-  free_managed_block(self);
+  release_owner_and_block(static_cast<PyObject*>(self->manager_ctx), self);
 }
 
 void legacy_owner_deleter(DLManagedTensor* self) {
   if (self == nullptr) return;
-  release_reference(static_cast<PyObject*>(self->manager_ctx));
-  free_managed_block(self);
+  release_owner_and_block(static_cast<PyObject*>(self->manager_ctx), self);
 }
 
 // True while `capsule` still carries the unused name `expected`.  Our own
@@ -54,7 +114,7 @@ void versioned_capsule_destructor(PyObject* capsule) {
     // Ours, and a capsule destructor runs with the GIL held: drop the owner
     // directly instead of going through the any-thread release path.
     Py_XDECREF(static_cast<PyObject*>(m->manager_ctx));
-    free_managed_block(m);
+    give_block(m);
   } else {
     m->deleter(m);
   }
@@ -69,7 +129,7 @@ void legacy_capsule_destructor(PyObject* capsule) {
   PyErr_Fetch(&type, &value, &tb);
   if (m->deleter == legacy_owner_deleter) {
     Py_XDECREF(static_cast<PyObject*>(m->manager_ctx));
-    free_managed_block(m);
+    give_block(m);
   } else {
     m->deleter(m);
   }
@@ -141,15 +201,10 @@ void call_legacy_deleter(DLManagedTensor* m) noexcept {
 
 DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                 PyObject* owner) {
-  DLManagedTensorVersioned* m = nullptr;
-  try {
-    m = new_versioned(v, flags, owner, versioned_owner_deleter);
-  } catch (...) {
-    raise_py_error();
-    return nullptr;
-  }
+  void* block = take_block(versioned_block_size(v.ndim));
+  if (block == nullptr) return nullptr;
   Py_XINCREF(owner);
-  return m;
+  return init_versioned(block, v, flags, owner, versioned_owner_deleter);
 }
 
 PyObject* new_versioned_capsule(const TensorView& v, uint64_t flags, PyObject* owner) {
@@ -169,14 +224,10 @@ PyObject* new_versioned_capsule(const TensorView& v, uint64_t flags, PyObject* o
 }
 
 PyObject* new_legacy_capsule(const TensorView& v, PyObject* owner) {
-  DLManagedTensor* m = nullptr;
-  try {
-    m = new_legacy(v, owner, legacy_owner_deleter);
-  } catch (...) {
-    raise_py_error();
-    return nullptr;
-  }
+  void* block = take_block(legacy_block_size(v.ndim));
+  if (block == nullptr) return nullptr;
   Py_XINCREF(owner);
+  DLManagedTensor* m = init_legacy(block, v, owner, legacy_owner_deleter);
   PyObject* capsule = PyCapsule_New(m, kCapsuleLegacy, legacy_capsule_destructor);
   if (capsule == nullptr || PyCapsule_SetContext(capsule, m) != 0) {
     if (capsule != nullptr) {

@@ -3,6 +3,7 @@
 // free_managed_block() (the deleters call it after releasing their context).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "dlpackarray/dlpack_abi.hpp"
@@ -16,7 +17,19 @@ using LegacyDeleter = void (*)(DLManagedTensor*);
 // Fills a DLTensor from the view; shape/strides point at caller storage.
 void fill_dltensor(const TensorView& v, DLTensor* out, int64_t* shape, int64_t* strides);
 
-// Both throw MemoryError when allocation fails.
+// Bytes a block for an `ndim`-dimensional tensor needs: the struct followed by
+// shape[ndim] and strides[ndim].
+size_t versioned_block_size(int32_t ndim);
+size_t legacy_block_size(int32_t ndim);
+
+// Build the managed tensor inside caller-provided storage of at least
+// *_block_size(v.ndim) bytes, suitably aligned for int64_t (malloc'd memory).
+DLManagedTensorVersioned* init_versioned(void* block, const TensorView& v, uint64_t flags,
+                                         void* manager_ctx, VersionedDeleter deleter);
+DLManagedTensor* init_legacy(void* block, const TensorView& v, void* manager_ctx,
+                             LegacyDeleter deleter);
+
+// malloc + init; both throw MemoryError when allocation fails.
 DLManagedTensorVersioned* new_versioned(const TensorView& v, uint64_t flags, void* manager_ctx,
                                         VersionedDeleter deleter);
 DLManagedTensor* new_legacy(const TensorView& v, void* manager_ctx, LegacyDeleter deleter);
