@@ -253,3 +253,36 @@ def test_gc_collects_cycles_through_a_buffer_exporter():
     del src
     gc.collect()
     assert ref() is None
+
+
+def test_failed_init_leaves_an_empty_placeholder():
+    """A refused import must not leave a half-written descriptor that points
+    at released memory."""
+    a = DLPackArray.__new__(DLPackArray)
+    with pytest.raises(BufferError):
+        a.__init__(b"\x00" * 8, device=(2, 0))
+    assert a.shape == (0,) and a.data_ptr == 0
+    assert memoryview(a).nbytes == 0
+
+
+def test_placeholder_cannot_be_initialised_while_exported():
+    a = DLPackArray.__new__(DLPackArray)
+    m = memoryview(a)
+    with pytest.raises(BufferError, match="while a buffer of it is exported"):
+        a.__init__(bytearray(8))
+    m.release()
+    a.__init__(bytearray(8))
+    assert a.shape == (8,)
+
+
+def test_refused_capsule_is_released_although_the_caller_still_holds_it():
+    src = np.arange(4.0)
+    ref = weakref.ref(src)
+    cap = DLPackArray(src).__dlpack__(max_version=(1, 3))
+    del src
+    with pytest.raises(BufferError):
+        DLPackArray(cap, device=(2, 0))
+    gc.collect()
+    assert ref() is None  # the tensor's deleter ran although `cap` is alive
+    with pytest.raises(ValueError, match="already been consumed"):
+        DLPackArray(cap)

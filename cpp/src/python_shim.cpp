@@ -136,7 +136,51 @@ void legacy_capsule_destructor(PyObject* capsule) {
   PyErr_Restore(type, value, tb);
 }
 
+// Destructors of capsules a consumer adopted: the name says "used", and the
+// tensor is ours to delete.
+void consumed_versioned_destructor(PyObject* capsule) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  auto* m =
+      static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersionedUsed));
+  if (m == nullptr) {
+    PyErr_Clear();
+  } else if (m->deleter != nullptr) {
+    m->deleter(m);
+  }
+  PyErr_Restore(type, value, tb);
+}
+
+void consumed_legacy_destructor(PyObject* capsule) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleLegacyUsed));
+  if (m == nullptr) {
+    PyErr_Clear();
+  } else if (m->deleter != nullptr) {
+    m->deleter(m);
+  }
+  PyErr_Restore(type, value, tb);
+}
+
 }  // namespace
+
+int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept {
+  return PyCapsule_SetDestructor(
+      capsule, versioned ? consumed_versioned_destructor : consumed_legacy_destructor);
+}
+
+void release_adopted_capsule(PyObject* capsule) noexcept {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyCapsule_Destructor d = PyCapsule_GetDestructor(capsule);
+  if (d == consumed_versioned_destructor || d == consumed_legacy_destructor) {
+    PyCapsule_SetDestructor(capsule, nullptr);
+    d(capsule);
+  }
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+}
 
 void raise_py_error() {
   try {

@@ -7,12 +7,16 @@ cdef class DLPackArray:
     # at _view.shape and capsules copy it, so immutability is what keeps them
     # valid.  (Named _view because the public method view(dtype) needs "view".)
     cdef TensorView _view
-    # Keeps the memory alive (BufferOwner, ManagedOwner, HeapOwner, or an
-    # owner of another protocol module); shared by every view of the data.
+    # Keeps the memory alive (BufferOwner, an adopted DLPack capsule,
+    # HeapOwner, or an owner of another protocol module); shared by every
+    # view of the data.
     cdef object owner
     cdef Py_ssize_t* _byte_strides
     cdef tuple _shape
     cdef tuple _strides
+    # Live buffer-protocol exports; __init__ of a placeholder refuses while
+    # any exist, since they point into the descriptor.
+    cdef Py_ssize_t _exports
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)

@@ -12,7 +12,7 @@ from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport int64_t, uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion,
+    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
     TensorView, device_is_host_accessible, dtype_itemsize, is_c_contiguous, is_f_contiguous,
@@ -23,7 +23,7 @@ from dlpackarray._common cimport (
 )
 from dlpackarray._buffer cimport fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
-    ManagedOwner, export_capsule, request_capsule, view_from_capsule,
+    export_capsule, release_adopted, request_capsule, view_from_capsule,
 )
 from dlpackarray._array_interface cimport (
     call_array_method, export_array_interface, export_array_struct, export_numpy,
@@ -95,11 +95,41 @@ cdef int _finish_import(DLPackArray self, object copy, object device, bint copie
     return 0
 
 
+cdef void _reset_placeholder(DLPackArray self) noexcept:
+    """The state of a DLPackArray that holds nothing: an empty uint8 vector,
+    so no method can expose uninitialised or released memory."""
+    self.owner = None
+    self._view.data = NULL
+    self._view.byte_offset = 0
+    self._view.ndim = 1
+    self._view.shape[0] = 0
+    self._view.strides[0] = 1
+    self._view.dtype.code = kDLUInt
+    self._view.dtype.bits = 8
+    self._view.dtype.lanes = 1
+    self._view.device.device_type = kDLCPU
+    self._view.device.device_id = 0
+    self._view.readonly = False
+    self._view.ready_stream = NULL
+
+
+cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, object device,
+                                bint copied) except -1:
+    try:
+        return _finish_import(self, copy, device, copied)
+    except BaseException:
+        # The caller may still hold the capsule; a refused import must not
+        # keep the producer's memory alive for as long as it does.
+        self.owner = None
+        release_adopted(capsule)
+        raise
+
+
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence."""
     cdef DLPackArray other
-    cdef ManagedOwner managed
+    cdef bint copied = False
     cdef type t = type(obj)
     _check_copy_arg(copy)
     if t is DLPackArray or isinstance(obj, DLPackArray):
@@ -108,9 +138,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         self.owner = other.owner
         return _finish_import(self, copy, device, False)
     if PyCapsule_CheckExact(obj):
-        managed = view_from_capsule(obj, &self._view)
-        self.owner = managed
-        return _finish_import(self, copy, device, False)
+        self.owner = view_from_capsule(obj, &self._view, &copied)
+        return _finish_capsule_import(self, obj, copy, device, False)
     if not dlpack_only and t in _BUFFER_ONLY_TYPES:
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
@@ -124,9 +153,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             if dlpack_only or not _import_extension_dtype(self, obj):
                 raise
             return _finish_import(self, copy, device, False)
-        managed = view_from_capsule(capsule, &self._view)
-        self.owner = managed
-        return _finish_import(self, copy, device, managed.copied)
+        self.owner = view_from_capsule(capsule, &self._view, &copied)
+        return _finish_capsule_import(self, capsule, copy, device, copied)
     if dlpack_only:
         raise AttributeError(
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "
@@ -231,16 +259,15 @@ cdef class DLPackArray:
     """
 
     def __cinit__(self):
-        # Until initialised the array is an empty uint8 vector, so no method
-        # can ever expose uninitialised memory.
-        self._view.ndim = 1
-        self._view.shape[0] = 0
-        self._view.strides[0] = 1
         self._byte_strides = NULL
+        _reset_placeholder(self)
 
     def __init__(self, obj, /, *, copy=None, device=None):
         if self.owner is not None:
             raise TypeError("DLPackArray is immutable: it cannot be initialised twice")
+        if self._exports:
+            # Exported buffers point into the placeholder's descriptor.
+            raise BufferError("cannot initialise a DLPackArray while a buffer of it is exported")
         # Properties or a buffer export may already have cached the placeholder
         # view of a bare DLPackArray.__new__() instance; they must not outlive it.
         self._shape = None
@@ -248,7 +275,13 @@ cdef class DLPackArray:
         if self._byte_strides != NULL:
             PyMem_Free(self._byte_strides)
             self._byte_strides = NULL
-        _import_into(self, obj, copy, device, False)
+        try:
+            _import_into(self, obj, copy, device, False)
+        except BaseException:
+            # A failed import may have written half a descriptor pointing at
+            # memory that is already released: never let it be exported.
+            _reset_placeholder(self)
+            raise
 
     def __dealloc__(self):
         if self._byte_strides != NULL:
@@ -299,9 +332,10 @@ cdef class DLPackArray:
             for i in range(self._view.ndim):
                 self._byte_strides[i] = self._view.strides[i] * itemsize
         fill_buffer(buffer, self, &self._view, self._byte_strides, flags)
+        self._exports += 1
 
     def __releasebuffer__(self, Py_buffer* buffer):
-        pass
+        self._exports -= 1
 
     # -- properties -----------------------------------------------------------
     @property

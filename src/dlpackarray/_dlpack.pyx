@@ -1,6 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """DLPack capsules: consume (import) and produce (export) per the Python spec."""
-cimport cython
 from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport (
@@ -15,8 +14,9 @@ from dlpackarray.abi cimport (
     kDLPackMinorVersion, kDLROCM, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
-    TensorView, call_legacy_deleter, call_versioned_deleter, device_is_host_accessible,
-    new_legacy_capsule, new_versioned_capsule, validate, view_from_dltensor,
+    TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
+    device_is_host_accessible, new_legacy_capsule, new_versioned_capsule, release_adopted_capsule,
+    validate, view_from_dltensor,
 )
 from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
 
@@ -31,26 +31,18 @@ cdef extern from "Python.h":
                                      object kwnames)
 
 
-# A freelist recycles instances without malloc/free: exchanges create and
-# drop one per call.
-@cython.freelist(16)
-cdef class ManagedOwner:
-    def __dealloc__(self):
-        if self.versioned != NULL:
-            call_versioned_deleter(self.versioned)
-            self.versioned = NULL
-        if self.legacy != NULL:
-            call_legacy_deleter(self.legacy)
-            self.legacy = NULL
-
-
 cdef bint is_dlpack_capsule(object obj):
     return PyCapsule_CheckExact(obj)
 
 
-cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
-    """Consumes a "dltensor"/"dltensor_versioned" capsule exactly once."""
-    cdef ManagedOwner owner
+cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
+    """Consumes a "dltensor"/"dltensor_versioned" capsule exactly once.
+
+    Returns the capsule itself as the owner: once renamed to ``used_*`` it is
+    adopted (its destructor now calls the tensor's deleter), so no separate
+    owner object is allocated on this hot path.  ``copied`` receives the
+    producer's IS_COPIED flag.
+    """
     cdef DLManagedTensorVersioned* mv
     cdef DLManagedTensor* ml
     cdef const char* name
@@ -58,30 +50,41 @@ cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
         # e.g. a producer whose __dlpack__ returned something else.
         raise TypeError(
             f"expected a DLPack PyCapsule, got a '{type(capsule).__name__}' object")
+    copied[0] = False
     if PyCapsule_IsValid(capsule, kCapsuleVersioned):
         mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, kCapsuleVersioned)
         # Renaming first transfers ownership: from here on the producer's
-        # capsule destructor no longer calls the deleter, our owner does.
+        # capsule destructor no longer calls the deleter; ours does.
         PyCapsule_SetName(capsule, kCapsuleVersionedUsed)
-        owner = ManagedOwner.__new__(ManagedOwner)
-        owner.versioned = mv
         if mv.version.major != kDLPackMajorVersion:
             # Spec: on a major mismatch the consumer may only call the deleter.
             major, minor = mv.version.major, mv.version.minor
-            owner = None
+            call_versioned_deleter(mv)
             raise BufferError(
                 f"DLPack capsule has version {major}.{minor}; this consumer understands "
                 f"major version {kDLPackMajorVersion} only")
-        view_from_dltensor(mv.dl_tensor, out)
-        out.readonly = (mv.flags & kFlagReadOnly) != 0
-        owner.copied = (mv.flags & kFlagIsCopied) != 0
+        try:
+            view_from_dltensor(mv.dl_tensor, out)
+            out.readonly = (mv.flags & kFlagReadOnly) != 0
+            copied[0] = (mv.flags & kFlagIsCopied) != 0
+            validate(out[0])
+        except BaseException:
+            # Refused: release the tensor now rather than when the (already
+            # renamed, so inert) capsule happens to die.
+            call_versioned_deleter(mv)
+            raise
+        adopt_consumed_capsule(capsule, True)
     elif PyCapsule_IsValid(capsule, kCapsuleLegacy):
         ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, kCapsuleLegacy)
         PyCapsule_SetName(capsule, kCapsuleLegacyUsed)
-        owner = ManagedOwner.__new__(ManagedOwner)
-        owner.legacy = ml
-        view_from_dltensor(ml.dl_tensor, out)
-        out.readonly = False
+        try:
+            view_from_dltensor(ml.dl_tensor, out)
+            out.readonly = False
+            validate(out[0])
+        except BaseException:
+            call_legacy_deleter(ml)
+            raise
+        adopt_consumed_capsule(capsule, False)
     else:
         name = PyCapsule_GetName(capsule)
         pyname = None if name == NULL else name.decode(errors="replace")
@@ -92,8 +95,17 @@ cdef ManagedOwner view_from_capsule(object capsule, TensorView* out):
         raise TypeError(
             f"a PyCapsule named {pyname!r} is not a DLPack tensor capsule "
             "(expected 'dltensor' or 'dltensor_versioned')")
-    validate(out[0])
-    return owner
+    return capsule
+
+
+cdef void release_adopted(object capsule) noexcept:
+    """Undoes view_from_capsule's adoption when the import fails later.
+
+    Lives here, beside the adoption, because each extension module links its
+    own copy of the C++ shim: only this module's copy recognises the
+    destructor it installed.
+    """
+    release_adopted_capsule(capsule)
 
 
 cdef object request_capsule(object obj, object dl_device, object copy):

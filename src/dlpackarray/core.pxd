@@ -74,6 +74,8 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     object new_legacy_capsule(const TensorView& v, PyObject* owner)
     DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                     PyObject* owner) except NULL
+    int adopt_consumed_capsule(object capsule, cbool versioned) except -1
+    void release_adopted_capsule(object capsule) noexcept
     void release_reference(PyObject* obj) noexcept
     void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept
     void call_legacy_deleter(DLManagedTensor* m) noexcept

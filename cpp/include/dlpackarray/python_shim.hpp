@@ -33,6 +33,16 @@ DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t fl
 // interpreter that is finalizing or gone.
 void release_reference(PyObject* obj) noexcept;
 
+// Makes a consumed capsule (already renamed to "used_dltensor[_versioned]")
+// the owner of its tensor: its destructor is replaced by one that calls the
+// tensor's deleter when the capsule dies.  A consumer then needs no owner
+// object of its own.  Returns -1 with an exception set on failure.
+int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept;
+
+// Undoes an adoption when the import fails afterwards: the tensor's deleter
+// runs now, and the capsule (still "used") no longer owns anything.
+void release_adopted_capsule(PyObject* capsule) noexcept;
+
 // Calls the deleter of a consumed managed tensor (may be NULL), preserving an
 // in-flight exception.
 void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept;
