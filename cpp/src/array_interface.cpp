@@ -75,7 +75,7 @@ void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out) {
   v.dtype = dtype_from_typestr(typestr.c_str());
   v.data = s.data;
   v.byte_offset = 0;
-  v.ndim = s.nd;
+  v.set_ndim(s.nd);
   v.device = DLDevice{kDLCPU, 0};
   v.readonly = !(s.flags & kArrayWriteable);
   v.ready_stream = nullptr;

@@ -95,7 +95,7 @@ void view_from_dltensor(const DLTensor& t, TensorView* out) {
   }
   out->data = t.data;
   out->byte_offset = t.byte_offset;
-  out->ndim = t.ndim;
+  out->set_ndim(t.ndim);
   out->dtype = t.dtype;
   out->device = t.device;
   out->ready_stream = nullptr;

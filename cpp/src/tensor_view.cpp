@@ -26,7 +26,48 @@ int64_t add_checked(int64_t a, int64_t b, const char* what) {
   return r;
 }
 
+void move_to_heap(int64_t*& heap, int64_t*& shape, int64_t*& strides, int32_t keep) {
+  int64_t* block = new int64_t[2 * kMaxNdim];
+  for (int32_t i = 0; i < keep; ++i) {
+    block[i] = shape[i];
+    block[kMaxNdim + i] = strides[i];
+  }
+  heap = block;
+  shape = block;
+  strides = block + kMaxNdim;
+}
+
 }  // namespace
+
+TensorView::TensorView(const TensorView& other) : TensorView() { *this = other; }
+
+TensorView& TensorView::operator=(const TensorView& other) {
+  if (this == &other) return *this;
+  data = other.data;
+  byte_offset = other.byte_offset;
+  dtype = other.dtype;
+  device = other.device;
+  readonly = other.readonly;
+  ready_stream = other.ready_stream;
+  if (other.ndim > kInlineNdim && heap_ == nullptr) move_to_heap(heap_, shape, strides, 0);
+  ndim = other.ndim;
+  for (int32_t i = 0; i < ndim; ++i) {
+    shape[i] = other.shape[i];
+    strides[i] = other.strides[i];
+  }
+  return *this;
+}
+
+void TensorView::set_ndim(int32_t n) {
+  if (n < 0 || n > kMaxNdim) {
+    fail(ErrorKind::Value, "ndim " + std::to_string(n) + " is outside the supported range 0.." +
+                               std::to_string(kMaxNdim));
+  }
+  if (n > kInlineNdim && heap_ == nullptr) {
+    move_to_heap(heap_, shape, strides, ndim < n ? ndim : n);
+  }
+  ndim = n;
+}
 
 Extent validate(const TensorView& v) {
   if (v.ndim < 0 || v.ndim > kMaxNdim) {

@@ -78,13 +78,13 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
   if (nitems < 0 || nitems > kMaxIndexItems) {
     fail(ErrorKind::Index, "an index of " + std::to_string(nitems) + " items cannot be valid");
   }
-  int32_t consumed = 0, ellipses = 0;
+  int32_t consumed = 0, ellipses = 0, integers = 0, new_axes = 0;
   for (int32_t i = 0; i < nitems; ++i) {
     switch (items[i].kind) {
-      case IndexItem::kInteger:
+      case IndexItem::kInteger: ++integers; [[fallthrough]];
       case IndexItem::kSlice: ++consumed; break;
       case IndexItem::kEllipsis: ++ellipses; break;
-      case IndexItem::kNewAxis: break;
+      case IndexItem::kNewAxis: ++new_axes; break;
       default: fail(ErrorKind::Type, "unknown index item kind " + std::to_string(items[i].kind));
     }
   }
@@ -94,7 +94,14 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
                                "-dimensional, but " + std::to_string(consumed) + " were indexed");
   }
   const int64_t itemsize = dtype_itemsize(in.dtype);
+  const int32_t out_ndim = in.ndim - integers + new_axes;
+  if (out_ndim > kMaxNdim) {
+    fail(ErrorKind::Index,
+         "the indexing result would have more than " + std::to_string(kMaxNdim) + " dimensions");
+  }
   TensorView r = in;
+  // Room for every output dimension before emit() writes them.
+  if (out_ndim > r.ndim) r.set_ndim(out_ndim);
   bool new_axis[kMaxNdim] = {};
   int32_t src = 0, dst = 0;
   int64_t delta = 0;
@@ -141,7 +148,7 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
     }
   }
   for (; src < in.ndim; ++src) emit(in.shape[src], in.strides[src]);
-  r.ndim = dst;
+  r.set_ndim(dst);
   // A new axis has length 1, so its stride is free; give it the value a
   // C-contiguous layout would have, because some consumers read contiguity
   // from the strides of length-1 dimensions too.
@@ -164,7 +171,7 @@ void reshape_view(const TensorView& in, const int64_t* shape, int32_t ndim, Tens
   }
   const int64_t size = validate(in).size;
   TensorView r = in;
-  r.ndim = ndim;
+  r.set_ndim(ndim);
   int32_t inferred = -1;
   int64_t known = 1;
   for (int32_t i = 0; i < ndim; ++i) {

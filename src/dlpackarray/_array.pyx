@@ -101,7 +101,7 @@ cdef void _reset_placeholder(DLPackArray self) noexcept:
     self.owner = None
     self._view.data = NULL
     self._view.byte_offset = 0
-    self._view.ndim = 1
+    self._view.ndim = 1  # always within the inline room, so no set_ndim()
     self._view.shape[0] = 0
     self._view.strides[0] = 1
     self._view.dtype.code = kDLUInt

@@ -61,7 +61,7 @@ cdef int _parse_shape(object shape, object ctx, TensorView* out) except -1:
     if n > kMaxNdim:
         raise ValueError(f"{_where(ctx)}: 'shape' has {n} dimensions; at most {kMaxNdim} are "
                          "supported")
-    out.ndim = <int>n
+    out.set_ndim(<int>n)
     for i in range(n):
         item = (<tuple>shape)[i]
         out.shape[i] = as_int64(item, f"{_where(ctx)}: shape[{i}]") if type(item) is not int \

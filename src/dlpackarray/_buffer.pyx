@@ -62,7 +62,7 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     out.dtype = dtype_from_pep3118(b.format, b.itemsize)
     out.data = b.buf
     out.byte_offset = 0
-    out.ndim = b.ndim
+    out.set_ndim(b.ndim)
     out.device.device_type = kDLCPU
     out.device.device_id = 0
     out.readonly = b.readonly != 0

@@ -19,7 +19,11 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
 cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     const int32_t kMaxNdim
 
+    const int32_t kInlineNdim
+
     cdef cppclass TensorView:
+        # Assign ndim only through set_ndim(), which makes room for it.
+        void set_ndim(int32_t n) except +raise_py_error
         void* data
         uint64_t byte_offset
         int32_t ndim
@@ -27,8 +31,8 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
         DLDevice device
         cbool readonly
         void* ready_stream
-        int64_t shape[64]
-        int64_t strides[64]
+        int64_t* shape
+        int64_t* strides
 
     cdef cppclass Extent:
         int64_t lo

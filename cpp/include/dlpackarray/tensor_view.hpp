@@ -8,13 +8,19 @@
 
 namespace dla {
 
-// NumPy 2's limit; enough for every library we exchange with.  Shape and
-// strides live inline so a view never allocates.
+// NumPy 2's limit; enough for every library we exchange with.
 inline constexpr int32_t kMaxNdim = 64;
 
-struct TensorView {
+// Shape and strides of up to this many dimensions live inside the view, so the
+// common case never allocates and a DLPackArray stays small (objects are
+// zeroed on allocation: a 1 KB inline descriptor cost every exchange ~15 ns).
+inline constexpr int32_t kInlineNdim = 8;
+
+class TensorView {
+ public:
   void* data = nullptr;      // DLTensor.data: may be NULL when size == 0
   uint64_t byte_offset = 0;  // bytes from data to the first element
+  // Read freely; change only through set_ndim(), which makes room.
   int32_t ndim = 0;
   DLDataType dtype{kDLUInt, 8, 1};
   DLDevice device{kDLCPU, 0};
@@ -22,8 +28,23 @@ struct TensorView {
   // Slot for the CUDA issue: the stream on which the data is ready (NULL means
   // "ready on the legacy default stream / host").
   void* ready_stream = nullptr;
-  int64_t shape[kMaxNdim];
-  int64_t strides[kMaxNdim];  // in elements, like DLTensor.strides
+  // Point at inline storage or, past kInlineNdim dimensions, at a heap block
+  // of room for kMaxNdim.  Strides are in elements, like DLTensor.strides.
+  int64_t* shape;
+  int64_t* strides;
+
+  TensorView() noexcept : shape(inline_), strides(inline_ + kInlineNdim) {}
+  TensorView(const TensorView& other);
+  TensorView& operator=(const TensorView& other);
+  ~TensorView() { delete[] heap_; }
+
+  // Sets ndim after making room for it; the first min(old, new) entries of
+  // shape and strides are kept.  Throws ValueError outside 0..kMaxNdim.
+  void set_ndim(int32_t n);
+
+ private:
+  int64_t inline_[2 * kInlineNdim];
+  int64_t* heap_ = nullptr;
 };
 
 struct Extent {
