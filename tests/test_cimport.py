@@ -1,0 +1,75 @@
+"""Another Cython project can ``cimport dlpackarray``: the shipped .pxd files
+and the headers under get_include() compile into a working extension."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import sysconfig
+
+import numpy as np
+import pytest
+
+import dlpackarray
+
+cython = pytest.importorskip("Cython", reason="Cython compiles the consumer module")
+
+CONSUMER = """
+# cython: language_level=3
+# distutils: language = c++
+cimport dlpackarray
+from dlpackarray cimport DLPackArray, DLTensor, kDLPackMajorVersion
+
+
+def describe(DLPackArray a):
+    cdef DLTensor t
+    t.ndim = a._view.ndim
+    return (kDLPackMajorVersion, t.ndim, a._view.shape[0], a._view.dtype.bits)
+
+
+def is_array(obj):
+    return isinstance(obj, dlpackarray.DLPackArray)
+"""
+
+
+def test_cython_consumer_compiles_and_runs(tmp_path):
+    pyx = tmp_path / "consumer.pyx"
+    pyx.write_text(CONSUMER)
+    package_root = os.path.dirname(os.path.dirname(dlpackarray.__file__))
+    cpp = tmp_path / "consumer.cpp"
+    subprocess.run(
+        [sys.executable, "-m", "cython", "--cplus", "-I", package_root, "-o", str(cpp), str(pyx)],
+        check=True,
+    )
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    so = tmp_path / f"consumer{suffix}"
+    cxx = os.environ.get("CXX", "c++")
+    subprocess.run(
+        [
+            cxx,
+            "-std=c++17",
+            "-shared",
+            "-fPIC",
+            "-O0",
+            f"-I{sysconfig.get_paths()['include']}",
+            f"-I{dlpackarray.get_include()}",
+            str(cpp),
+            "-o",
+            str(so),
+        ],
+        check=True,
+    )
+    spec = importlib.util.spec_from_file_location("consumer", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    a = dlpackarray.DLPackArray(np.arange(5, dtype=np.float32))
+    assert mod.describe(a) == (1, 1, 5, 32)
+    assert mod.is_array(a) and not mod.is_array(object())
+    with pytest.raises(TypeError):
+        mod.describe(object())
+
+
+def test_get_include_holds_the_public_headers():
+    inc = dlpackarray.get_include()
+    for name in ("dlpack_abi.hpp", "tensor_view.hpp", "dtype.hpp", "errors.hpp"):
+        assert os.path.isfile(os.path.join(inc, "dlpackarray", name)), name
