@@ -167,6 +167,29 @@ cdef object export_capsule(const TensorView* v, object owner, object stream,
                            object max_version, object dl_device, object copy):
     """``__dlpack__`` for a view whose memory ``owner`` keeps alive."""
     cdef bint versioned = _is_versioned_request(max_version)
+    if stream is not None or dl_device is not None or copy is not None:
+        return _export_requested(v, owner, stream, versioned, dl_device, copy)
+    return _new_capsule(v, owner, versioned, 0)
+
+
+cdef inline object _new_capsule(const TensorView* v, object owner, bint versioned,
+                                uint64_t flags):
+    if v.readonly:
+        if not versioned:
+            # Like NumPy: the legacy struct has no read-only flag, so handing
+            # out read-only memory through it would invite writes.
+            raise BufferError(
+                "cannot export read-only data as a legacy DLPack capsule; call "
+                "__dlpack__(max_version=(1, 0)) or newer to receive it with the READ_ONLY flag")
+        flags |= kFlagReadOnly
+    if versioned:
+        return new_versioned_capsule(v[0], flags, <PyObject*>owner)
+    return new_legacy_capsule(v[0], <PyObject*>owner)
+
+
+cdef object _export_requested(const TensorView* v, object owner, object stream, bint versioned,
+                              object dl_device, object copy):
+    """The export path when the consumer passed stream, dl_device or copy."""
     cdef uint64_t flags = 0
     cdef TensorView copied
     cdef TensorView on_host
@@ -191,14 +214,4 @@ cdef object export_capsule(const TensorView* v, object owner, object stream,
         owner = copy_to_heap(v, &copied)
         flags |= kFlagIsCopied
         v = &copied
-    if v.readonly:
-        if not versioned:
-            # Like NumPy: the legacy struct has no read-only flag, so handing
-            # out read-only memory through it would invite writes.
-            raise BufferError(
-                "cannot export read-only data as a legacy DLPack capsule; call "
-                "__dlpack__(max_version=(1, 0)) or newer to receive it with the READ_ONLY flag")
-        flags |= kFlagReadOnly
-    if versioned:
-        return new_versioned_capsule(v[0], flags, <PyObject*>owner)
-    return new_legacy_capsule(v[0], <PyObject*>owner)
+    return _new_capsule(v, owner, versioned, flags)
