@@ -286,3 +286,92 @@ def test_refused_capsule_is_released_although_the_caller_still_holds_it():
     assert ref() is None  # the tensor's deleter ran although `cap` is alive
     with pytest.raises(ValueError, match="already been consumed"):
         DLPackArray(cap)
+
+
+def _versioned_deleter_of(capsule):
+    """Takes ownership of one of our versioned capsules (renames it) and
+    returns (managed-tensor address, its deleter as a GIL-releasing ctypes
+    function)."""
+    api = ctypes.PyDLL(None)
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    address = api.PyCapsule_GetPointer(capsule, b"dltensor_versioned")
+    api.PyCapsule_SetName(capsule, b"used_dltensor_versioned")
+    # DLManagedTensorVersioned: version (8 bytes), manager_ctx, deleter.
+    deleter_address = ctypes.c_void_p.from_address(address + 16).value
+    # CFUNCTYPE (not PYFUNCTYPE): ctypes releases the GIL around the call, so
+    # the deleter runs the way it would from a foreign, GIL-less thread.
+    return address, ctypes.CFUNCTYPE(None, ctypes.c_void_p)(deleter_address)
+
+
+def test_deleter_called_without_the_gil_takes_it():
+    src = np.arange(8.0)
+    ref = weakref.ref(src)
+    cap = DLPackArray(src).__dlpack__(max_version=(1, 3))
+    del src
+    gc.collect()
+    assert ref() is not None
+    address, deleter = _versioned_deleter_of(cap)
+    deleter(address)  # no GIL held here: must take it to drop the owner
+    gc.collect()
+    assert ref() is None
+    del cap  # renamed: its destructor must not call the deleter again
+
+
+def test_deleter_called_without_the_gil_from_threads():
+    caps = [DLPackArray(np.arange(4.0)).__dlpack__(max_version=(1, 3)) for _ in range(64)]
+    pairs = [_versioned_deleter_of(c) for c in caps]
+    errors = []
+
+    def run(chunk):
+        try:
+            for address, deleter in chunk:
+                deleter(address)
+        except BaseException as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(pairs[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+SHUTDOWN_SCRIPT = r"""
+import threading, numpy as np, torch
+from dlpackarray import DLPackArray
+
+# Capsules, arrays and consumer tensors still alive at exit, some in cycles.
+keep = [DLPackArray(np.arange(10.0)).__dlpack__(max_version=(1, 3)) for _ in range(10)]
+keep += [torch.from_dlpack(DLPackArray(bytearray(64))) for _ in range(10)]
+class Node: pass
+n = Node(); n.me = n; n.arr = DLPackArray(np.arange(3)); n.cap = n.arr.__dlpack__()
+
+# A daemon thread keeps exchanging while the interpreter shuts down: its
+# deleters may run during finalisation and must leak, not crash or hang.
+# (Only NumPy consumers here: torch itself aborts when a daemon thread is
+# inside its C++ code at shutdown, with or without dlpackarray.)
+def churn():
+    while True:
+        a = DLPackArray(np.arange(100.0))
+        x = np.from_dlpack(a)
+        b = DLPackArray(a.__dlpack__(max_version=(1, 3)))
+        m = memoryview(DLPackArray(bytearray(32)))
+        del a, x, b, m
+threading.Thread(target=churn, daemon=True).start()
+print("exiting")
+"""
+
+
+def test_interpreter_shutdown_with_live_exports_is_clean():
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", SHUTDOWN_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "exiting" in proc.stdout
