@@ -292,21 +292,51 @@ def _check_ml_dtypes() -> str:
     d = dla.DType(np.dtype(ml_dtypes.bfloat16))
     _expect((d.name, d.code, d.bits) == ("bfloat16", 4, 16), f"bfloat16 maps to {d!r}")
     x = np.arange(8, dtype=ml_dtypes.bfloat16)
-    # NumPy's DLPack export refuses extension dtypes, so the bits travel as
-    # uint16 and are reinterpreted on the NumPy side, still without a copy.
-    a = dla.DLPackArray(x.view(np.uint16))
-    y = np.from_dlpack(a).view(ml_dtypes.bfloat16)
+    # NumPy's own DLPack export refuses extension dtypes; DLPackArray reads
+    # them through the array interface and keeps the dtype.
+    a = dla.DLPackArray(x)
+    _expect(a.dtype == d, f"a bfloat16 ndarray arrives as {a.dtype!r}")
+    _same_pointer(_first(a), x.ctypes.data, "DLPackArray(bfloat16 ndarray)")
+    y = np.from_dlpack(dla.DLPackArray(x.view(np.uint16))).view(ml_dtypes.bfloat16)
     _same_pointer(y.ctypes.data, x.ctypes.data, "bfloat16 bits round trip")
     _expect(np.array_equal(x, y), "values differ after the round trip")
-    route = "bfloat16 ndarray (as uint16 bits) -> DLPackArray -> np.from_dlpack"
+    route = "bfloat16 ndarray -> DLPackArray (dtype kept); bits -> np.from_dlpack"
     if importlib.util.find_spec("torch") is not None:
         torch = importlib.import_module("torch")
         t = torch.arange(8, dtype=torch.bfloat16)
         bt = dla.DLPackArray(t)
         _expect(bt.dtype == d, f"torch.bfloat16 arrives as {bt.dtype!r}")
         _same_pointer(torch.from_dlpack(bt).data_ptr(), t.data_ptr(), "torch bfloat16")
-        route += "; torch.bfloat16 -> DLPackArray -> torch"
+        back = torch.from_dlpack(a)
+        _expect(back.dtype == torch.bfloat16, f"bfloat16 ndarray reaches torch as {back.dtype}")
+        _same_pointer(back.data_ptr(), x.ctypes.data, "bfloat16 ndarray -> torch")
+        route += "; torch.bfloat16 <-> DLPackArray <-> torch, ndarray -> torch"
     return route
+
+
+def _check_legacy_interfaces() -> str:
+    np = _import("numpy")
+    dla = _dla()
+    data = np.arange(6, dtype=np.int32)
+
+    class Interface:
+        __array_interface__ = data.__array_interface__
+
+    class Struct:
+        __array_struct__ = data.__array_struct__
+
+    class ArrayMethod:
+        def __array__(self, dtype=None, copy=None):
+            return data
+
+    for source in (Interface(), Struct(), ArrayMethod()):
+        a = dla.DLPackArray(source)
+        _same_pointer(_first(a), data.ctypes.data, f"DLPackArray({type(source).__name__})")
+        out = np.from_dlpack(a[::-1])
+        _expect(np.array_equal(out, data[::-1]), "values differ through a reversed view")
+    exported = np.asarray(dla.DLPackArray(memoryview(data)))
+    _same_pointer(exported.ctypes.data, data.ctypes.data, "np.asarray(DLPackArray)")
+    return "__array_interface__ / __array_struct__ / __array__ -> DLPackArray views -> numpy"
 
 
 CHECKS: tuple[Check, ...] = (
@@ -315,6 +345,7 @@ CHECKS: tuple[Check, ...] = (
     Check("array.array", "stdlib", _check_array_array),
     Check("bytes (read-only)", "stdlib", _check_bytes_readonly),
     Check("numpy", "numpy", _check_numpy),
+    Check("legacy interfaces", "numpy", _check_legacy_interfaces),
     Check("torch", "torch", _check_torch),
     Check("jax", "jax", _check_jax),
     Check("cupy", "cupy", _check_cupy),
