@@ -58,27 +58,34 @@ void give_block(void* block) {
   }
 }
 
-// Drops the owner reference and recycles the block, from any thread: the GIL
-// is taken when needed; with no usable interpreter the owner is leaked and
-// the block freed directly.
-void release_owner_and_block(PyObject* owner, void* block) noexcept {
-  if (!Py_IsInitialized()) {
-    std::free(block);
-    return;
-  }
-  const bool have_gil = PyGILState_Check() != 0;
-  if (!have_gil && interpreter_finalizing()) {
-    std::free(block);
-    return;
-  }
-  PyGILState_STATE state{};
-  if (!have_gil) state = PyGILState_Ensure();
+// Runs `release` with the GIL held, from any thread, keeping an in-flight
+// exception intact.  Returns false, running nothing, when there is no usable
+// interpreter: after Py_Finalize, or while it finalizes and this thread does
+// not hold the GIL (taking it then would hang or kill the thread), so the
+// caller leaks instead.  The GIL is always taken through the re-entrant
+// PyGILState_Ensure: PyGILState_Check alone is only a hint (it answers 1 once
+// sub-interpreters have disabled the check).
+template <class Release>
+bool run_holding_gil(Release&& release) noexcept {
+  if (!Py_IsInitialized()) return false;
+  if (interpreter_finalizing() && !PyGILState_Check()) return false;
+  PyGILState_STATE state = PyGILState_Ensure();
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
-  Py_XDECREF(owner);
-  give_block(block);
+  release();
   PyErr_Restore(type, value, tb);
-  if (!have_gil) PyGILState_Release(state);
+  PyGILState_Release(state);
+  return true;
+}
+
+// Drops the owner reference and recycles the block, from any thread; with no
+// usable interpreter the owner is leaked and the block freed directly.
+void release_owner_and_block(PyObject* owner, void* block) noexcept {
+  const bool done = run_holding_gil([&] {
+    Py_XDECREF(owner);
+    give_block(block);
+  });
+  if (!done) std::free(block);
 }
 
 void versioned_owner_deleter(DLManagedTensorVersioned* self) {
@@ -208,23 +215,7 @@ void raise_py_error() {
 
 void release_reference(PyObject* obj) noexcept {
   if (obj == nullptr) return;
-  if (!Py_IsInitialized()) return;  // interpreter gone: leaking is the only safe choice
-  if (PyGILState_Check()) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    Py_DECREF(obj);
-    PyErr_Restore(type, value, tb);
-    return;
-  }
-  // A foreign thread must not take the GIL of a finalizing interpreter: it
-  // would hang or be killed.  Leak instead.
-  if (interpreter_finalizing()) return;
-  PyGILState_STATE state = PyGILState_Ensure();
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  Py_DECREF(obj);
-  PyErr_Restore(type, value, tb);
-  PyGILState_Release(state);
+  run_holding_gil([&] { Py_DECREF(obj); });  // leaks when no interpreter can take it
 }
 
 void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept {
