@@ -107,7 +107,14 @@ cdef DLDataType parse_dtype(object obj) except *:
     raise TypeError(f"cannot interpret {obj!r} as a dtype")
 
 
+cdef tuple _CPU_DEVICE = (_PyDeviceType.CPU, 0)
+
+
 cdef object device_tuple(DLDevice dev):
+    # CPU is nearly every call (e.g. each torch.from_dlpack asks): no int key,
+    # no dict lookup.
+    if dev.device_type == kDLCPU and dev.device_id == 0:
+        return _CPU_DEVICE
     cdef long key = (<long>dev.device_type << 32) | <unsigned int>dev.device_id
     found = _device_cache.get(key)
     if found is not None:
