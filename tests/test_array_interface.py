@@ -18,27 +18,11 @@ from array_struct_ctypes import (
     StructExporter,
     read_struct,
 )
+from dtype_names import NUMPY_DTYPES
 
 from dlpackarray import DLPackArray
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
-
-NUMPY_DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
 
 
 class Iface:

@@ -32,27 +32,12 @@ import dlpack_ctypes as dc
 import numpy as np
 import pytest
 from conftest import require_jax, require_ml_dtypes, require_torch
+from dtype_names import NUMPY_DTYPES
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
 
-NUMPY_DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
 ML_DTYPES = [
     "bfloat16",
     "float8_e3m4",

@@ -32,11 +32,6 @@ STUBS = {
     "dlpackarray._dlpack": "_dlpack.pyi",
 }
 
-#: Stub members whose runtime implementation is being added on another branch.  They are
-#: strict xfails: once the implementation is merged they pass, strict=True turns that into a
-#: failure, and the entry must be removed.
-PENDING: set[tuple[str, str, str]] = set()
-
 #: Members Cython generates on its own: object creation, pickling support, and the
 #: rich-comparison slots that come with ``__eq__`` (they return NotImplemented).
 AUTO_MEMBERS = {"__new__", "__doc__", "__lt__", "__le__", "__gt__", "__ge__", "__ne__"}
@@ -207,16 +202,10 @@ def _stub_members() -> list[tuple[str, str, str]]:
 
 
 def _param(module: str, name: str, member: str):
-    marks = []
-    if (module, name, member) in PENDING:
-        marks.append(
-            pytest.mark.xfail(strict=True, reason="implemented on another branch; see PENDING")
-        )
     return pytest.param(
         module,
         name,
         member,
-        marks=marks,
         id=".".join(filter(None, (module, name, member))),
     )
 
