@@ -60,3 +60,37 @@ def require_jax():
 
 def require_ml_dtypes():
     return require("ml_dtypes", "provides NumPy bfloat16/float8 dtypes")
+
+
+def run_python(code: str, *, timeout: float = 120, env: dict | None = None):
+    """Runs ``code`` in a fresh interpreter and returns the CompletedProcess.
+
+    Tests of paths that could crash the interpreter (a segfault, an abort) go
+    through this, so a regression fails one test instead of ending the run.
+    The child sees the same ``sys.path`` as this process (the package under
+    test may be found through PYTHONPATH).
+    """
+    import subprocess
+    import sys
+
+    child_env = dict(os.environ)
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    child_env.setdefault("PYTHONFAULTHANDLER", "1")
+    if env:
+        child_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env,
+        check=False,
+    )
+
+
+def assert_clean_exit(proc, what: str = "child") -> None:
+    """Fails with the child's output when it did not exit with status 0."""
+    assert proc.returncode == 0, (
+        f"{what} exited with status {proc.returncode}\n"
+        f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
+    )
