@@ -239,7 +239,7 @@ def test_null_data_with_elements():
 
 def test_strides_not_multiple_of_itemsize():
     a = np.zeros(4, dtype=[("a", "<i4"), ("b", "u1")])  # packed: stride 5
-    with pytest.raises(BufferError, match="stride 5 bytes in dimension 0, not a multiple"):
+    with pytest.raises(BufferError, match="stride of 5 bytes in dimension 0, not a multiple"):
         DLPackArray(memoryview(a["a"]))
 
 

@@ -23,23 +23,6 @@ int64_t element_alignment(DLDataType dt) {
 
 }  // namespace
 
-void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides, const char* source) {
-  if (byte_strides == nullptr) {
-    set_c_strides(out);
-    return;
-  }
-  const int64_t itemsize = dtype_itemsize(out.dtype);
-  for (int32_t i = 0; i < out.ndim; ++i) {
-    if (byte_strides[i] % itemsize != 0) {
-      fail(ErrorKind::Buffer, std::string(source) + " has a stride of " +
-                                  std::to_string(byte_strides[i]) + " bytes in dimension " +
-                                  std::to_string(i) + ", not a multiple of the item size " +
-                                  std::to_string(itemsize) + "; DLPack strides count elements");
-    }
-    out.strides[i] = byte_strides[i] / itemsize;
-  }
-}
-
 void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out) {
   if (s.two != 2) {
     fail(ErrorKind::Value, "__array_struct__ is not a PyArrayInterface: its 'two' field is " +
@@ -98,9 +81,8 @@ int array_struct_flags(const TensorView& v) {
   if (is_f_contiguous(v)) flags |= kArrayFContiguous;
   const int64_t align = element_alignment(v.dtype);
   bool aligned = (uintptr_t(v.data) + v.byte_offset) % uint64_t(align) == 0;
-  const int64_t itemsize = dtype_itemsize(v.dtype);
   for (int32_t i = 0; aligned && i < v.ndim; ++i) {
-    if (v.shape[i] > 1 && (v.strides[i] * itemsize) % align != 0) aligned = false;
+    if (stride_is_used(v, i) && byte_stride(v, i) % align != 0) aligned = false;
   }
   if (aligned) flags |= kArrayAligned;
   return flags;
@@ -131,17 +113,7 @@ ArrayInterfaceStruct* new_array_struct(const TensorView& v) {
   s->strides = arrays + n;
   for (size_t i = 0; i < n; ++i) {
     s->shape[i] = intptr_t(v.shape[i]);
-    int64_t bytes;
-    if (__builtin_mul_overflow(v.strides[i], itemsize, &bytes)) {
-      // validate() only checks strides that move between elements; any other
-      // stride is free, so export a harmless one.
-      if (v.shape[i] > 1 && view_size(v) > 0) {
-        std::free(block);
-        fail(ErrorKind::Overflow, "stride in bytes overflows int64");
-      }
-      bytes = itemsize;
-    }
-    s->strides[i] = intptr_t(bytes);
+    s->strides[i] = intptr_t(byte_stride(v, int32_t(i)));
   }
   s->data = v.data == nullptr ? nullptr : static_cast<char*>(v.data) + v.byte_offset;
   s->descr = nullptr;

@@ -28,8 +28,12 @@ Loops coalesce(const TensorView& v, int64_t itemsize) {
   Loops l;
   for (int32_t i = 0; i < v.ndim; ++i) {
     if (v.shape[i] == 1) continue;
+    // Used strides of a validated non-empty view fit in bytes; s * shape,
+    // one step past the extent, may not, and then cannot match.
     const int64_t s = v.strides[i] * itemsize;
-    if (l.ndim > 0 && l.src[l.ndim - 1] == s * v.shape[i]) {
+    int64_t block;
+    if (l.ndim > 0 && !__builtin_mul_overflow(s, v.shape[i], &block) &&
+        l.src[l.ndim - 1] == block) {
       l.shape[l.ndim - 1] *= v.shape[i];
       l.src[l.ndim - 1] = s;
       continue;
@@ -195,6 +199,11 @@ void* aligned_allocate(int64_t nbytes) {
   constexpr int64_t kHugeThreshold = int64_t(4) << 20;
   const int64_t n = std::max<int64_t>(nbytes, 1);
   const int64_t align = n >= kHugeThreshold ? kHuge : kAlign;
+  // Refuse sizes whose rounding would overflow (and negative ones) before
+  // asking the allocator: a wrapped size would be a short allocation.
+  if (nbytes < 0 || n > INT64_MAX - align) {
+    fail(ErrorKind::Memory, "could not allocate " + std::to_string(nbytes) + " bytes");
+  }
   const int64_t rounded = (n + align - 1) / align * align;
   void* p = std::aligned_alloc(size_t(align), size_t(rounded));
   if (p == nullptr) {

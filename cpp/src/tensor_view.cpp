@@ -26,6 +26,30 @@ int64_t add_checked(int64_t a, int64_t b, const char* what) {
   return r;
 }
 
+// The stride, in elements, of dimension i in a C-contiguous array of v's
+// shape (zero extents count as 1); 0 for shapes whose element count
+// overflows, which validate() refuses.
+int64_t c_contiguous_stride(const TensorView& v, int32_t i) {
+  int64_t s = 1;
+  for (int32_t j = v.ndim - 1; j > i; --j) {
+    if (__builtin_mul_overflow(s, v.shape[j] > 0 ? v.shape[j] : 1, &s)) return 0;
+  }
+  return s;
+}
+
+bool has_zero_extent(const TensorView& v) {
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return true;
+  }
+  return false;
+}
+
+// Extent::nbytes: size * itemsize, or -1 when it overflows int64.
+int64_t dense_nbytes(int64_t size, int64_t itemsize) {
+  int64_t n;
+  return __builtin_mul_overflow(size, itemsize, &n) ? -1 : n;
+}
+
 void move_to_heap(int64_t*& heap, int64_t*& shape, int64_t*& strides, int32_t keep) {
   int64_t* block = new int64_t[2 * kMaxNdim];
   for (int32_t i = 0; i < keep; ++i) {
@@ -80,15 +104,24 @@ Extent validate(const TensorView& v) {
     fail(ErrorKind::Overflow, "byte_offset " + std::to_string(v.byte_offset) + " overflows int64");
   }
   Extent e;
-  int64_t size = 1;
+  // NumPy's rule: the non-zero extents' product must fit even when another
+  // extent is 0, so the verdict does not depend on the order of dimensions.
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int32_t i = 0; i < v.ndim; ++i) {
     if (v.shape[i] < 0) {
       fail(ErrorKind::Value,
            "shape[" + std::to_string(i) + "] = " + std::to_string(v.shape[i]) + " is negative");
     }
-    size = mul_checked(size, v.shape[i], "number of elements");
+    if (v.shape[i] == 0) {
+      empty = true;
+      continue;
+    }
+    nonzero = mul_checked(nonzero, v.shape[i], "number of elements");
   }
+  const int64_t size = empty ? 0 : nonzero;
   e.size = size;
+  e.nbytes = dense_nbytes(size, itemsize);
   if (size == 0) return e;
   int64_t lo = 0, hi = 0;
   for (int32_t i = 0; i < v.ndim; ++i) {
@@ -133,8 +166,25 @@ Extent validate_within(const TensorView& v, const void* base, int64_t length) {
 }
 
 int64_t view_size(const TensorView& v) {
+  // validate() checked the non-zero extents' product: no overflow before a 0.
   int64_t n = 1;
-  for (int32_t i = 0; i < v.ndim; ++i) n *= v.shape[i];
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return 0;
+    n *= v.shape[i];
+  }
+  return n;
+}
+
+int64_t view_nbytes(const TensorView& v) {
+  const int64_t size = view_size(v);
+  const int64_t itemsize = dtype_itemsize(v.dtype);
+  const int64_t n = dense_nbytes(size, itemsize);
+  if (n < 0) {
+    fail(ErrorKind::Overflow, "the array's size in bytes (" + std::to_string(size) +
+                                  " elements of " + std::to_string(itemsize) +
+                                  " bytes) overflows int64; a broadcast view this large cannot "
+                                  "be copied or exported as one buffer");
+  }
   return n;
 }
 
@@ -143,7 +193,8 @@ bool is_c_contiguous(const TensorView& v) {
   for (int32_t i = v.ndim - 1; i >= 0; --i) {
     if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
+    // Only a shape validate() refuses overflows here.
+    if (__builtin_mul_overflow(expected, v.shape[i], &expected)) return false;
   }
   return true;
 }
@@ -153,7 +204,8 @@ bool is_f_contiguous(const TensorView& v) {
   for (int32_t i = 0; i < v.ndim; ++i) {
     if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
+    // Only a shape validate() refuses overflows here.
+    if (__builtin_mul_overflow(expected, v.shape[i], &expected)) return false;
   }
   return true;
 }
@@ -162,7 +214,40 @@ void set_c_strides(TensorView& v) {
   int64_t s = 1;
   for (int32_t i = v.ndim - 1; i >= 0; --i) {
     v.strides[i] = s;
-    s *= (v.shape[i] > 0 ? v.shape[i] : 1);
+    if (__builtin_mul_overflow(s, v.shape[i] > 0 ? v.shape[i] : 1, &s)) s = 0;
+  }
+}
+
+bool stride_is_used(const TensorView& v, int32_t i) {
+  return v.shape[i] > 1 && !has_zero_extent(v);
+}
+
+int64_t byte_stride(const TensorView& v, int32_t i) {
+  const int64_t itemsize = dtype_itemsize(v.dtype);
+  int64_t bytes;
+  if (!__builtin_mul_overflow(v.strides[i], itemsize, &bytes)) return bytes;
+  if (__builtin_mul_overflow(c_contiguous_stride(v, i), itemsize, &bytes)) return itemsize;
+  return bytes;
+}
+
+void set_strides_from_bytes(TensorView& v, const int64_t* byte_strides, const char* source) {
+  if (byte_strides == nullptr) {
+    set_c_strides(v);
+    return;
+  }
+  const int64_t itemsize = dtype_itemsize(v.dtype);
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    if (byte_strides[i] % itemsize == 0) {
+      v.strides[i] = byte_strides[i] / itemsize;
+    } else if (!stride_is_used(v, i)) {
+      // Never multiplied by a non-zero index, so no element is misplaced.
+      v.strides[i] = c_contiguous_stride(v, i);
+    } else {
+      fail(ErrorKind::Buffer, std::string(source) + " has a stride of " +
+                                  std::to_string(byte_strides[i]) + " bytes in dimension " +
+                                  std::to_string(i) + ", not a multiple of the item size " +
+                                  std::to_string(itemsize) + "; DLPack strides count elements");
+    }
   }
 }
 

@@ -99,6 +99,9 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
     fail(ErrorKind::Index,
          "the indexing result would have more than " + std::to_string(kMaxNdim) + " dimensions");
   }
+  // The strides of an empty array are unchecked and never used: an empty
+  // input gives an empty result, so it needs no offset arithmetic at all.
+  const bool empty = has_zero_dim(in);
   TensorView r = in;
   // Room for every output dimension before emit() writes them.
   if (out_ndim > r.ndim) r.set_ndim(out_ndim);
@@ -124,8 +127,12 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
         fail(ErrorKind::Index, "index " + std::to_string(it.start) + " is out of bounds for axis " +
                                    std::to_string(src) + " with size " + std::to_string(length));
       }
-      const int64_t step = mul_checked(in.strides[src], itemsize, "stride in bytes");
-      delta = add_checked(delta, mul_checked(idx, step, "index offset"), "index offset");
+      // idx > 0 only in a dimension that moves between elements, whose
+      // stride validate() checked in bytes; a length-1 one may hold anything.
+      if (idx > 0 && !empty) {
+        const int64_t step = mul_checked(in.strides[src], itemsize, "stride in bytes");
+        delta = add_checked(delta, mul_checked(idx, step, "index offset"), "index offset");
+      }
       ++src;
     } else if (it.kind == IndexItem::kSlice) {
       int64_t step = it.step;
@@ -133,8 +140,14 @@ void index_view(const TensorView& in, const IndexItem* items, int32_t nitems, Te
       if (step == INT64_MIN) step = -INT64_MAX;  // PySlice_Unpack's clamp: -step must exist
       int64_t start = it.start, stop = it.stop;
       const int64_t n = adjust_slice(in.shape[src], &start, &stop, step);
-      emit(n, mul_checked(in.strides[src], step, "sliced stride"));
-      if (n > 0) {
+      // With at most one element selected the step never moves: keep the
+      // stride (NumPy returns this view for x[::2**62]).  Otherwise the
+      // selection lies inside the dimension, so stride * step cannot
+      // overflow in a non-empty array, and an empty one never uses it.
+      int64_t stride = in.strides[src];
+      if (n > 1 && !empty) stride = mul_checked(stride, step, "sliced stride");
+      emit(n, stride);
+      if (start > 0 && n > 0 && !empty) {
         const int64_t bytes = mul_checked(in.strides[src], itemsize, "stride in bytes");
         delta = add_checked(delta, mul_checked(start, bytes, "slice offset"), "slice offset");
       }
@@ -289,7 +302,7 @@ void dtype_view(const TensorView& in, DLDataType dtype, TensorView* out) {
                                " bytes)");
   }
   const int32_t last = in.ndim - 1;
-  if (in.shape[last] != 1 && in.strides[last] != 1) {
+  if (stride_is_used(in, last) && in.strides[last] != 1) {
     fail(ErrorKind::Value, what + ": changing the item size needs a contiguous last dimension");
   }
   const int64_t last_bytes = mul_checked(in.shape[last], old_size, "last dimension in bytes");
@@ -301,8 +314,8 @@ void dtype_view(const TensorView& in, DLDataType dtype, TensorView* out) {
   r.shape[last] = last_bytes / new_size;
   r.strides[last] = 1;
   for (int32_t i = 0; i < last; ++i) {
-    const int64_t bytes = mul_checked(in.strides[i], old_size, "stride in bytes");
-    if (in.shape[i] != 1 && bytes % new_size != 0) {
+    const int64_t bytes = byte_stride(in, i);  // exact for every stride that is used
+    if (stride_is_used(in, i) && bytes % new_size != 0) {
       fail(ErrorKind::Value, what + ": the stride of dimension " + std::to_string(i) + " is " +
                                  std::to_string(bytes) +
                                  " bytes, not a multiple of the new item size " +

@@ -9,14 +9,14 @@ from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_CheckExact
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport uintptr_t
 
 from dlpackarray.abi cimport (
     DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
-    TensorView, device_is_host_accessible, dtype_itemsize, is_c_contiguous, is_f_contiguous,
-    view_size,
+    TensorView, byte_stride, device_is_host_accessible, dtype_itemsize, is_c_contiguous,
+    is_f_contiguous, view_nbytes, view_size,
 )
 from dlpackarray._common cimport (
     copy_to_heap, device_tuple, dtype_object, parse_device, parse_dtype,
@@ -323,14 +323,12 @@ cdef class DLPackArray:
     # -- buffer protocol ------------------------------------------------------
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         cdef int i
-        cdef int64_t itemsize
         if self._byte_strides == NULL and self._view.ndim > 0:
-            itemsize = dtype_itemsize(self._view.dtype)
             self._byte_strides = <Py_ssize_t*>PyMem_Malloc(self._view.ndim * sizeof(Py_ssize_t))
             if self._byte_strides == NULL:
                 raise MemoryError()
             for i in range(self._view.ndim):
-                self._byte_strides[i] = self._view.strides[i] * itemsize
+                self._byte_strides[i] = byte_stride(self._view, i)
         fill_buffer(buffer, self, &self._view, self._byte_strides, flags)
         self._exports += 1
 
@@ -381,8 +379,15 @@ cdef class DLPackArray:
 
     @property
     def nbytes(self):
-        """int: ``size * itemsize``."""
-        return view_size(self._view) * dtype_itemsize(self._view.dtype)
+        """int: ``size * itemsize``.
+
+        Raises
+        ------
+        OverflowError
+            If it does not fit in int64 (a broadcast view of more elements
+            than that, which can be neither copied nor exported as a buffer).
+        """
+        return view_nbytes(self._view)
 
     @property
     def readonly(self):

@@ -19,10 +19,9 @@ from libcpp.string cimport string
 
 from dlpackarray.abi cimport DLDataType, kDLCPU, kDLUInt
 from dlpackarray.core cimport (
-    TensorView, device_is_host_accessible, dtype_equal, dtype_from_typestr, dtype_itemsize,
-    dtype_name, is_c_contiguous, kMaxNdim, pep3118_from_dtype, set_c_strides,
-    typestr_from_dtype, validate,
-    validate_within,
+    TensorView, byte_stride, device_is_host_accessible, dtype_equal, dtype_from_typestr,
+    dtype_itemsize, dtype_name, is_c_contiguous, kMaxNdim, pep3118_from_dtype, set_c_strides,
+    set_strides_from_bytes, typestr_from_dtype, validate, validate_within,
 )
 from dlpackarray._buffer cimport BufferOwner, acquire_buffer
 from dlpackarray._common cimport parse_dtype
@@ -346,13 +345,11 @@ cdef str _typestr_or_raise(const TensorView* v, str what):
 
 cdef dict export_array_interface(const TensorView* v, tuple shape):
     cdef int i
-    cdef int64_t itemsize
     _check_host(v, "__array_interface__")
     typestr = _typestr_or_raise(v, "__array_interface__")
     strides = None
     if not is_c_contiguous(v[0]):
-        itemsize = dtype_itemsize(v.dtype)
-        strides = tuple([v.strides[i] * itemsize for i in range(v.ndim)])
+        strides = tuple([byte_stride(v[0], i) for i in range(v.ndim)])
     ptr = 0 if v.data == NULL else <uintptr_t>v.data + v.byte_offset
     return {
         "shape": shape,

@@ -10,8 +10,8 @@ from libc.stdint cimport int64_t
 from dlpackarray.abi cimport kDLCPU
 from dlpackarray.core cimport (
     TensorView, device_is_host_accessible, dtype_from_pep3118, dtype_itemsize, dtype_name,
-    is_c_contiguous, is_f_contiguous, kMaxNdim, pep3118_from_dtype, validate,
-    validate_within, view_size,
+    is_c_contiguous, is_f_contiguous, kMaxNdim, pep3118_from_dtype, set_strides_from_bytes,
+    validate, validate_within, view_nbytes,
 )
 
 
@@ -34,6 +34,16 @@ cdef BufferOwner acquire_buffer(object obj, int flags):
     owner.source = owner.buf.obj
     owner.buf.obj = None
     return owner
+
+
+cdef inline bint _has_partial_stride(const Py_buffer* b) noexcept:
+    """Whether a stride is not a whole number of items (only then is the
+    exporter's name formatted into an error message)."""
+    cdef int i
+    for i in range(b.ndim):
+        if b.itemsize > 0 and b.strides[i] % b.itemsize != 0:
+            return True
+    return False
 
 
 cdef BufferOwner view_from_buffer(object obj, TensorView* out):
@@ -68,7 +78,7 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     out.readonly = b.readonly != 0
     out.ready_stream = NULL
     cdef int64_t itemsize = b.itemsize
-    cdef int64_t expected = itemsize
+    cdef int64_t byte_strides[64]
     cdef bint contiguous = True
     if b.ndim == 1 and b.shape == NULL:
         out.shape[0] = b.len // itemsize
@@ -76,18 +86,16 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
         for i in range(b.ndim):
             out.shape[i] = b.shape[i]
     if b.strides == NULL:
-        expected = 1
-        for i in range(b.ndim - 1, -1, -1):
-            out.strides[i] = expected
-            expected *= out.shape[i]
+        set_strides_from_bytes(out[0], NULL, b"")
     else:
-        for i in range(b.ndim - 1, -1, -1):
-            if b.strides[i] % itemsize != 0:
-                raise BufferError(
-                    f"{type(obj).__name__} exports stride {b.strides[i]} bytes in dimension "
-                    f"{i}, not a multiple of the item size {itemsize}; DLPack strides count "
-                    "elements")
-            out.strides[i] = b.strides[i] // itemsize
+        for i in range(b.ndim):
+            byte_strides[i] = b.strides[i]
+        # The core keeps a used stride's "not a multiple of the item size"
+        # error and fixes up unused ones; the message names the exporter.
+        source = b"the buffer"
+        if _has_partial_stride(b):
+            source = f"the buffer of a '{type(obj).__name__}' object".encode()
+        set_strides_from_bytes(out[0], byte_strides, source)
         contiguous = is_c_contiguous(out[0])
     # Py_buffer.len is the logical size, which equals the memory span only for
     # contiguous buffers: only then can the extent be checked against it.
@@ -127,7 +135,9 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
             "the consumer did not ask for strides but the array is not C-contiguous")
     cdef int64_t itemsize = dtype_itemsize(v.dtype)
     buf.buf = (<char*>v.data) + v.byte_offset
-    buf.len = view_size(v[0]) * itemsize
+    # OverflowError for a broadcast view of more than int64 bytes: a wrapped
+    # len would let consumers read past the memory.
+    buf.len = view_nbytes(v[0])
     buf.readonly = 1 if v.readonly else 0
     buf.suboffsets = NULL
     buf.internal = NULL

@@ -6,7 +6,7 @@ from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
 from dlpackarray.core cimport (
     TensorView, aligned_allocate, aligned_free, device_is_host_accessible,
     dtype_from_name, dtype_from_typestr, dtype_itemsize, dtype_name, set_c_strides,
-    strided_copy_to_contiguous, view_size,
+    strided_copy_to_contiguous, view_nbytes,
 )
 
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
@@ -164,8 +164,9 @@ cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:
         raise BufferError(
             f"cannot copy data on device {device_tuple(src.device)}: only host-accessible "
             "memory can be copied by dlpackarray")
-    cdef int64_t itemsize = dtype_itemsize(src.dtype)
-    cdef int64_t nbytes = view_size(src[0]) * itemsize
+    # OverflowError for a broadcast view whose copy would exceed int64 bytes;
+    # never a short allocation.
+    cdef int64_t nbytes = view_nbytes(src[0])
     cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
     owner.ptr = aligned_allocate(nbytes)
     owner.nbytes = nbytes

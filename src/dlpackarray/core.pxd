@@ -38,14 +38,21 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
         int64_t lo
         int64_t hi
         int64_t size
+        int64_t nbytes  # -1 when size * itemsize overflows int64
 
     Extent validate(const TensorView& v) except +raise_py_error
     Extent validate_within(const TensorView& v, const void* base,
                            int64_t length) except +raise_py_error
     int64_t view_size(const TensorView& v)
+    # The byte count of copies, nbytes and Py_buffer.len (OverflowError).
+    int64_t view_nbytes(const TensorView& v) except +raise_py_error
     cbool is_c_contiguous(const TensorView& v)
     cbool is_f_contiguous(const TensorView& v)
     void set_c_strides(TensorView& v)
+    cbool stride_is_used(const TensorView& v, int32_t i)
+    int64_t byte_stride(const TensorView& v, int32_t i) except +raise_py_error
+    void set_strides_from_bytes(TensorView& v, const int64_t* byte_strides,
+                                const char* source) except +raise_py_error
     cbool device_is_host_accessible(DLDevice d)
 
 

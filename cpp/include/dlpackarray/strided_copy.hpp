@@ -8,11 +8,12 @@
 namespace dla {
 
 // Copies the elements of `src` (host-accessible, validated) into `dst`, which
-// must hold view_size(src) * itemsize bytes, in C order.  Contiguous runs are
+// must hold view_nbytes(src) bytes, in C order.  Contiguous runs are
 // coalesced and copied with memcpy; transposed 2-D blocks are tiled.
 void strided_copy_to_contiguous(const TensorView& src, void* dst);
 
-// Allocates `nbytes` (at least 1) aligned to 64 bytes; throws MemoryError.
+// Allocates `nbytes` (at least 1) aligned to 64 bytes; throws MemoryError,
+// also for a negative or absurd `nbytes`.
 void* aligned_allocate(int64_t nbytes);
 void aligned_free(void* p) noexcept;
 

@@ -53,22 +53,55 @@ struct Extent {
   int64_t lo = 0;
   int64_t hi = 0;
   int64_t size = 0;  // number of elements
+  // size * itemsize: the bytes of a dense copy (copy(), nbytes, Py_buffer.len).
+  // -1 when that overflows int64, which a legal view can do: a broadcast
+  // (stride-0) view of 2**61 int64 elements touches only 8 bytes.  Consumers
+  // go through view_nbytes(), which turns -1 into OverflowError.
+  int64_t nbytes = 0;
 };
 
 // Checks ndim, shape, dtype, strides and computes the extent with every
-// product and sum overflow-checked in int64.  Throws dla::Error.
+// product and sum overflow-checked in int64.  As in NumPy, the product of the
+// non-zero extents must fit in int64 even when another extent is 0, so every
+// C-contiguous stride of a valid shape fits too.  Throws dla::Error.
 Extent validate(const TensorView& v);
 
 // validate() plus: the bytes touched must lie inside [base, base + length).
 // Used when the source's length is known (buffer protocol, from_buffer).
 Extent validate_within(const TensorView& v, const void* base, int64_t length);
 
+// Number of elements of a validated view (which cannot overflow).
 int64_t view_size(const TensorView& v);
+
+// size * itemsize of a validated view: the one byte count behind copies,
+// `nbytes` and Py_buffer.len (the same computation as Extent::nbytes).
+// Throws OverflowError when it does not fit in int64.
+int64_t view_nbytes(const TensorView& v);
+
 bool is_c_contiguous(const TensorView& v);
 bool is_f_contiguous(const TensorView& v);
 
-// Fills strides for a C-contiguous layout of v.shape.
+// Fills strides for a C-contiguous layout of v.shape (zero extents count as
+// 1).  A shape that validate() refuses may get meaningless strides.
 void set_c_strides(TensorView& v);
+
+// Whether dimension i's stride ever moves between elements: false for a
+// length-1 dimension and for every dimension of an empty array.  Such a
+// stride is unchecked by validate() and free to take any value.
+bool stride_is_used(const TensorView& v, int32_t i);
+
+// Dimension i's stride in bytes, for the byte-stride exports (buffer
+// protocol, array interface and struct).  A validated view's used strides
+// always fit; an unused one that does not is replaced by the C-contiguous
+// byte stride (or, if even that overflows, the item size).
+int64_t byte_stride(const TensorView& v, int32_t i);
+
+// Sets v.strides from strides in bytes (NULL: C-contiguous).  A used stride
+// must be a whole number of items (BufferError naming `source`: DLPack
+// strides count elements); an unused one that is not (NumPy allows
+// np.ndarray((10, 5, 1), "f8", strides=(8, 80, 4))) gets its C-contiguous
+// value instead.  v.ndim, v.shape and v.dtype must be set.
+void set_strides_from_bytes(TensorView& v, const int64_t* byte_strides, const char* source);
 
 // True when device memory can be read directly by the host.
 bool device_is_host_accessible(DLDevice d);
