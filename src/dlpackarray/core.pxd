@@ -47,6 +47,8 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     cbool is_f_contiguous(const TensorView& v)
     void set_c_strides(TensorView& v)
     cbool device_is_host_accessible(DLDevice d)
+    cbool device_has_opaque_data(DLDevice d)
+    void fold_byte_offset(TensorView& v)
 
 
 cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
@@ -54,6 +56,7 @@ cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
     int64_t dtype_itemsize(DLDataType dt) except +raise_py_error
     cbool dtype_is_supported(DLDataType dt)
     void check_dtype_supported(DLDataType dt) except +raise_py_error
+    string supported_dtypes_text() except +raise_py_error
     string dtype_name(DLDataType dt) except +raise_py_error
     DLDataType dtype_from_name(const string& name) except +raise_py_error
     DLDataType dtype_from_pep3118(const char* fmt, int64_t itemsize) except +raise_py_error
