@@ -95,9 +95,10 @@ class FakeNumpyDtype:
         ("<q4", TypeError, "invalid array-interface typestr"),
         ("<i", TypeError, "invalid array-interface typestr"),
         ("<i99", TypeError, "invalid array-interface typestr"),
-        ("<i3", TypeError, "24-bit type that DLPack cannot represent"),
-        ("|V8", TypeError, r"kind 'V'\) has no DLPack equivalent"),
-        ("|O8", TypeError, r"kind 'O'\) has no DLPack equivalent"),
+        # Well-formed but unsupported: BufferError, like every unsupported dtype.
+        ("<i3", BufferError, "24-bit type that DLPack cannot represent; supported dtypes are"),
+        ("|V8", BufferError, r"void/structured data \(kind 'V'\)"),
+        ("|O8", BufferError, r"Python object data \(kind 'O'\)"),
         (">f4" if sys.byteorder == "little" else "<f4", BufferError, "byte order"),
     ],
 )

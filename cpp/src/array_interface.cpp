@@ -42,6 +42,9 @@ void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out) {
   }
   const char k = s.typekind;
   if (k != 'b' && k != 'i' && k != 'u' && k != 'f' && k != 'c') {
+    // A NumPy kind DLPack cannot carry is unsupported data (BufferError);
+    // any other byte is a malformed struct.
+    fail_unsupported_kind("__array_struct__", k);
     fail(ErrorKind::Type, "__array_struct__ typekind " + kind_text(k) +
                               " has no DLPack equivalent; only bool ('b'), integer ('i', 'u'), "
                               "float ('f') and complex ('c') data can be exchanged");

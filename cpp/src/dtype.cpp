@@ -58,6 +58,22 @@ std::string spelled(DLDataType dt) {
 
 constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 
+// What a NumPy kind character without a DLPack equivalent holds, for error
+// messages; nullptr for characters that are no NumPy kind at all.
+const char* unsupported_kind_name(char kind) {
+  switch (kind) {
+    case 'V': return "void/structured";
+    case 'O': return "Python object";
+    case 'S':
+    case 'a': return "bytes";
+    case 'U': return "str";
+    case 'M': return "datetime64";
+    case 'm': return "timedelta64";
+    case 't': return "bit field";
+    default: return nullptr;
+  }
+}
+
 // Returns the kind + width a PEP 3118 code names, or false when unknown.
 // `native_sizes` selects '@' sizes (C long is 8 bytes on LP64) over the
 // standard sizes of '=<>!' (long is always 4 bytes).
@@ -102,19 +118,39 @@ bool pep3118_code(const char* code, bool native_sizes, DLDataType* out) {
 
 bool dtype_is_supported(DLDataType dt) { return find(dt) != nullptr; }
 
+std::string supported_dtypes_text() {
+  std::string s = "supported dtypes are ";
+  bool first = true;
+  for (const auto& d : kDtypes) {
+    if (!first) s += ", ";
+    s += d.name;
+    first = false;
+  }
+  return s + " (one lane, whole bytes, native byte order)";
+}
+
+void fail_unsupported_kind(const std::string& what, char kind) {
+  const char* name = unsupported_kind_name(kind);
+  if (name == nullptr) return;
+  fail(ErrorKind::Buffer, what + " holds " + name + " data (kind '" + std::string(1, kind) +
+                              "'), which DLPack cannot describe; " + supported_dtypes_text());
+}
+
 void check_dtype_supported(DLDataType dt) {
   if (dt.lanes != 1) {
     fail(ErrorKind::Buffer,
          "dtype " + spelled(dt) +
-             " has lanes != 1; vector dtypes cannot be represented element-wise");
+             " has lanes != 1; vector dtypes cannot be represented element-wise; " +
+             supported_dtypes_text());
   }
   if (find(dt) == nullptr) {
     if (dt.code == kDLFloat6_e2m3fn || dt.code == kDLFloat6_e3m2fn || dt.code == kDLFloat4_e2m1fn ||
         dt.bits % 8 != 0) {
-      fail(ErrorKind::Buffer,
-           "dtype " + spelled(dt) + " is a sub-byte type; packed sub-byte data is not supported");
+      fail(ErrorKind::Buffer, "dtype " + spelled(dt) +
+                                  " is a sub-byte type; packed sub-byte data is not supported; " +
+                                  supported_dtypes_text());
     }
-    fail(ErrorKind::Buffer, "unsupported dtype " + spelled(dt));
+    fail(ErrorKind::Buffer, "unsupported dtype " + spelled(dt) + "; " + supported_dtypes_text());
   }
 }
 
@@ -184,7 +220,8 @@ DLDataType dtype_from_pep3118(const char* format, int64_t itemsize) {
     fail(ErrorKind::Buffer,
          std::string("buffer format '") + (format ? format : "B") +
              "' is not a single native scalar type representable in DLPack "
-             "(structured, padded, pointer, long double and multi-item formats are not)");
+             "(structured, padded, pointer, long double and multi-item formats are not); " +
+             supported_dtypes_text());
   }
   const int64_t size = dt.bits / 8;
   const bool swapped = (order == '>' || order == '!') ? kLittleEndian
@@ -246,10 +283,14 @@ DLDataType dtype_from_typestr(const char* typestr) {
     fail(ErrorKind::Type, "invalid array-interface typestr '" + t +
                               "': expected <byteorder><kind><bytes> such as '<f4' or '|u1'");
   };
-  if (t.size() < 3) return bad();
+  if (t.size() < 2) return bad();
   const char order = t[0];
   if (order != '<' && order != '>' && order != '|' && order != '=') return bad();
   const char kind = t[1];
+  // Before the width, which NumPy omits for objects ('|O') and follows with
+  // units for datetimes ('<M8[D]').
+  fail_unsupported_kind("array-interface typestr '" + t + "'", kind);
+  if (t.size() < 3) return bad();
   int64_t nbytes = 0;
   for (size_t i = 2; i < t.size(); ++i) {
     if (t[i] < '0' || t[i] > '9' || nbytes > 1000000) return bad();
@@ -262,24 +303,14 @@ DLDataType dtype_from_typestr(const char* typestr) {
     case 'u': code = kDLUInt; break;
     case 'f': code = kDLFloat; break;
     case 'c': code = kDLComplex; break;
-    case 'V':
-    case 'O':
-    case 'S':
-    case 'U':
-    case 'M':
-    case 'm':
-    case 't':
-      fail(ErrorKind::Type, "array-interface typestr '" + t + "' (kind '" + std::string(1, kind) +
-                                "') has no DLPack equivalent; only bool, integer, float and "
-                                "complex data can be exchanged");
     default: return bad();
   }
   if (nbytes <= 0 || nbytes > 16) return bad();
   const DLDataType dt = make(code, uint8_t(nbytes * 8));
   if (!dtype_is_supported(dt)) {
-    fail(ErrorKind::Type, "array-interface typestr '" + t + "' names a " +
-                              std::to_string(nbytes * 8) +
-                              "-bit type that DLPack cannot represent");
+    fail(ErrorKind::Buffer,
+         "array-interface typestr '" + t + "' names a " + std::to_string(nbytes * 8) +
+             "-bit type that DLPack cannot represent; " + supported_dtypes_text());
   }
   const bool swapped = (order == '>' && kLittleEndian) || (order == '<' && !kLittleEndian);
   if (swapped && nbytes > 1) {

@@ -256,4 +256,16 @@ bool device_is_host_accessible(DLDevice d) {
          d.device_type == kDLCUDAManaged || d.device_type == kDLROCMHost;
 }
 
+bool device_has_opaque_data(DLDevice d) {
+  return d.device_type == kDLOpenCL || d.device_type == kDLVulkan || d.device_type == kDLMetal;
+}
+
+void fold_byte_offset(TensorView& v) noexcept {
+  if (v.byte_offset == 0 || device_has_opaque_data(v.device)) return;
+  // A NULL data pointer belongs to an empty array: no element to point at,
+  // and NULL + offset would be a made-up address.
+  if (v.data != nullptr) v.data = reinterpret_cast<void*>(uintptr_t(v.data) + v.byte_offset);
+  v.byte_offset = 0;
+}
+
 }  // namespace dla

@@ -49,6 +49,13 @@ bool has_zero_dim(const TensorView& v) {
 void move_first(TensorView& v, int64_t delta) {
   if (delta == 0 && v.byte_offset == 0) return;
   const int64_t off = add_checked(int64_t(v.byte_offset), delta, "byte offset");
+  // Where `data` is an opaque handle (OpenCL, Vulkan, Metal) the DLPack header
+  // forbids pointer arithmetic on it: the offset stays in byte_offset.
+  if (device_has_opaque_data(v.device)) {
+    if (off < 0) fail(ErrorKind::Value, "view starts before the device allocation's handle");
+    v.byte_offset = uint64_t(off);
+    return;
+  }
   v.data = static_cast<char*>(v.data) + off;
   v.byte_offset = 0;
 }

@@ -16,7 +16,7 @@ from dlpackarray.abi cimport (
 )
 from dlpackarray.core cimport (
     TensorView, byte_stride, device_is_host_accessible, dtype_itemsize, is_c_contiguous,
-    is_f_contiguous, view_nbytes, view_size,
+    is_f_contiguous, supported_dtypes_text, view_nbytes, view_size,
 )
 from dlpackarray._common cimport (
     copy_to_heap, device_tuple, dtype_object, parse_device, parse_dtype,
@@ -80,6 +80,8 @@ cdef int _finish_import(DLPackArray self, object copy, object device, bint copie
         if (target.device_type != self._view.device.device_type
                 or target.device_id != self._view.device.device_id):
             if target.device_type == kDLCPU and device_is_host_accessible(self._view.device):
+                # Pinned/managed memory relabelled without synchronisation
+                # (no device runtime): documented in docs/protocols.rst.
                 self._view.device = target
             elif copy is False:
                 raise ValueError(
@@ -147,11 +149,16 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
+        refusal = None
         try:
             capsule = request_capsule(obj, dl_device, copy)
-        except BufferError:
-            if dlpack_only or not _import_extension_dtype(self, obj):
-                raise
+        except BufferError as e:
+            refusal = e
+        if refusal is not None:
+            # Outside the handler, so that an error of our own is not chained
+            # to the producer's refusal.
+            if not _import_extension_dtype(self, obj):
+                raise refusal
             return _finish_import(self, copy, device, False)
         self.owner = view_from_capsule(capsule, &self._view, &copied)
         return _finish_capsule_import(self, capsule, copy, device, copied)
@@ -190,22 +197,35 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
 
 
 cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
-    """NumPy refuses DLPack export of extension dtypes (ml_dtypes bfloat16 and
-    float8) that DLPack itself carries; their array interface calls the bytes
-    opaque void, and the dtype's name says what they are.  Returns False when
-    ``obj`` is not such an array, so the producer's BufferError stands."""
+    """Called when a producer with a NumPy dtype refused DLPack export.
+
+    NumPy refuses extension dtypes (ml_dtypes bfloat16 and float8) that
+    DLPack itself carries; their array interface calls the bytes opaque void,
+    and the dtype's name says what they are, so they are imported from there.
+    A dtype dlpackarray cannot hold at all (datetime64, str, object,
+    structured, ml_dtypes' sub-byte int4/float4_e2m1fn) raises BufferError
+    naming it, instead of NumPy's generic refusal.  Returns False when the
+    producer's BufferError should stand (no NumPy dtype, or one dlpackarray
+    supports that the producer refused for another reason, such as byte
+    order)."""
     cdef DLDataType dt
     np_dtype = getattr(obj, "dtype", None)
     name = getattr(np_dtype, "name", None)
-    if (not isinstance(name, str) or getattr(np_dtype, "fields", 0) is not None
-            or getattr(np_dtype, "isnative", False) is not True
+    if (not isinstance(name, str) or not isinstance(getattr(np_dtype, "kind", None), str)
             or name in _NUMPY_NATIVE_NAMES):
-        # Structured, byte-swapped and NumPy's own dtypes: the refusal stands.
         return False
-    try:
-        dt = parse_dtype(name)
-    except (TypeError, ValueError, BufferError):
-        return False
+    supported = getattr(np_dtype, "fields", None) is None
+    if supported:
+        try:
+            dt = parse_dtype(name)
+        except (TypeError, ValueError, BufferError):
+            supported = False
+    if not supported:
+        raise BufferError(
+            f"cannot import a '{type(obj).__name__}' of dtype {name!r}: dlpackarray exchanges "
+            f"whole-byte numeric types only; {supported_dtypes_text().decode()}")
+    if getattr(np_dtype, "isnative", False) is not True:
+        return False  # byte-swapped: the producer's refusal names the byte order
     iface = getattr(obj, "__array_interface__", None)
     if type(iface) is not dict or dtype_itemsize(dt) != getattr(np_dtype, "itemsize", -1):
         return False
@@ -295,7 +315,10 @@ cdef class DLPackArray:
         Parameters
         ----------
         stream : int or None
-            Consumer stream; for CPU data only ``None`` or ``-1``.
+            Consumer stream.  ``None`` and ``-1`` are always accepted; any
+            other value raises :class:`ValueError` for CPU data and
+            :class:`BufferError` for device data (synchronization is not
+            available).
         max_version : tuple of (int, int) or None
             ``None`` gives a legacy ``"dltensor"`` capsule; major >= 1 a
             versioned ``"dltensor_versioned"`` capsule at version 1.3.
@@ -396,12 +419,20 @@ cdef class DLPackArray:
 
     @property
     def data_ptr(self):
-        """int: ``DLTensor.data``, the base address (add ``byte_offset`` for the first element)."""
+        """int: ``DLTensor.data``.
+
+        For host and CUDA-family memory (every device whose data is a plain
+        address) this is the address of the first element and
+        :attr:`byte_offset` is always 0: every import folds the offset into
+        it, as NumPy and PyTorch export.  For OpenCL, Vulkan and Metal it is an
+        opaque buffer handle and the first element is :attr:`byte_offset`
+        bytes into that buffer.
+        """
         return <uintptr_t>self._view.data
 
     @property
     def byte_offset(self):
-        """int: bytes from ``data_ptr`` to the first element."""
+        """int: bytes from ``data_ptr`` to the first element (0 unless ``data_ptr`` is opaque)."""
         return self._view.byte_offset
 
     @property
@@ -603,8 +634,11 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """Consume a DLPack producer (or capsule) as a :class:`DLPackArray`.
 
     Follows the array API ``from_dlpack``: asks ``x.__dlpack__`` for a
-    versioned capsule (``max_version=(1, 3)``), falls back to the legacy call
-    for older producers, and passes ``dl_device``/``copy`` on.
+    versioned capsule (``max_version=(1, 3)``) and passes ``dl_device``/``copy``
+    on; a producer that refuses those keywords is asked again with
+    ``max_version`` only, then with none, and whatever it could not take is
+    applied here.  NumPy arrays of ``ml_dtypes`` bfloat16/float8, which
+    NumPy refuses to export, are imported as :class:`DLPackArray` does.
 
     Parameters
     ----------
@@ -624,7 +658,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     AttributeError
         If ``x`` has no ``__dlpack__`` method and is not a capsule.
     BufferError
-        If the producer cannot export the data as requested.
+        If the producer cannot export the data as requested, or its dtype is
+        one dlpackarray cannot hold (the message names it).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     _import_into(a, x, copy, device, True)

@@ -20,8 +20,9 @@ from libcpp.string cimport string
 from dlpackarray.abi cimport DLDataType, kDLCPU, kDLUInt
 from dlpackarray.core cimport (
     TensorView, byte_stride, device_is_host_accessible, dtype_equal, dtype_from_typestr,
-    dtype_itemsize, dtype_name, is_c_contiguous, kMaxNdim, pep3118_from_dtype, set_c_strides,
-    set_strides_from_bytes, typestr_from_dtype, validate, validate_within,
+    dtype_itemsize, dtype_name, fold_byte_offset, is_c_contiguous, kMaxNdim, pep3118_from_dtype,
+    set_c_strides, set_strides_from_bytes, supported_dtypes_text, typestr_from_dtype, validate,
+    validate_within,
 )
 from dlpackarray._buffer cimport BufferOwner, acquire_buffer
 from dlpackarray._common cimport parse_dtype
@@ -39,6 +40,10 @@ cdef str _where(object ctx):
     ``__array_interface__`` is being read (formatted only when an error is
     raised, keeping the import path free of string work)."""
     return ctx if type(ctx) is str else _src(ctx, "__array_interface__")
+
+
+cdef str _supported():
+    return supported_dtypes_text().decode()
 
 
 # -- shared field parsers ----------------------------------------------------
@@ -127,9 +132,12 @@ cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except 
     if type(descr) is not list:
         raise TypeError(f"{_where(ctx)}: 'descr' must be a list of (name, format) tuples, "
                         f"got {type(descr).__name__}")
+    if len(<list>descr) == 0:
+        raise TypeError(f"{_where(ctx)}: 'descr' has 0 fields; it must describe the element type")
     if len(<list>descr) != 1:
-        raise TypeError(f"{_where(ctx)}: 'descr' describes a structured dtype with "
-                        f"{len(<list>descr)} fields; DLPack has no structured types")
+        raise BufferError(f"{_where(ctx)}: 'descr' describes a structured dtype with "
+                          f"{len(<list>descr)} fields; DLPack has no structured types; "
+                          f"{_supported()}")
     field = (<list>descr)[0]
     if type(field) is not tuple or len(<tuple>field) not in (2, 3):
         raise TypeError(f"{_where(ctx)}: 'descr' entries must be (name, format[, shape]) tuples, "
@@ -138,15 +146,17 @@ cdef DLDataType _resolve_dtype(object typestr, object descr, object ctx) except 
     if len(<tuple>field) == 2 and fmt is typestr and type(name) is str and not name:
         return _typestr_dtype(typestr, ctx)  # NumPy's default [('', typestr)]
     if name != "":
-        raise TypeError(f"{_where(ctx)}: 'descr' has a named field {name!r}: a structured dtype, "
-                        "which DLPack cannot describe")
+        raise BufferError(f"{_where(ctx)}: 'descr' has a named field {name!r}: a structured "
+                          f"dtype, which DLPack cannot describe; {_supported()}")
     if len(<tuple>field) == 3:
-        raise TypeError(f"{_where(ctx)}: 'descr' field has a sub-array shape "
-                        f"{(<tuple>field)[2]!r}: "
-                        "a structured dtype, which DLPack cannot describe")
+        raise BufferError(f"{_where(ctx)}: 'descr' field has a sub-array shape "
+                          f"{(<tuple>field)[2]!r}: a structured dtype, which DLPack cannot "
+                          f"describe; {_supported()}")
     if not isinstance(fmt, str):
-        raise TypeError(f"{_where(ctx)}: 'descr' field format must be a typestr, got {fmt!r} "
-                        "(nested structured dtypes are not supported)")
+        if isinstance(fmt, list):
+            raise BufferError(f"{_where(ctx)}: 'descr' field holds a nested structured dtype, "
+                              f"which DLPack cannot describe; {_supported()}")
+        raise TypeError(f"{_where(ctx)}: 'descr' field format must be a typestr, got {fmt!r}")
     from_descr = _typestr_dtype(fmt, ctx)
     if isinstance(typestr, str) and len(<str>typestr) >= 2 and (<str>typestr)[1] == "V":
         if (<str>typestr)[2:] != str(dtype_itemsize(from_descr)):
@@ -247,6 +257,7 @@ cdef object view_from_array_interface(object obj, object iface, TensorView* out)
     out.readonly = buf.buf.readonly != 0
     # The buffer's length is known: the interface may not reach outside it.
     validate_within(out[0], buf.buf.buf, buf.buf.len)
+    fold_byte_offset(out[0])
     return buf
 
 
@@ -308,6 +319,7 @@ cdef object view_from_typed_buffer(object obj, object dtype, object shape, objec
     out.device.device_id = 0
     out.ready_stream = NULL
     validate_within(out[0], buf.buf.buf, buf.buf.len)
+    fold_byte_offset(out[0])
     return buf
 
 

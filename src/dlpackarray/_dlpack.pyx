@@ -10,13 +10,13 @@ from libc.stdint cimport uint64_t
 
 from dlpackarray.abi cimport (
     DLDevice, DLManagedTensor, DLManagedTensorVersioned, kCapsuleLegacy, kCapsuleLegacyUsed,
-    kCapsuleVersioned, kCapsuleVersionedUsed, kDLCPU, kDLCUDA, kDLPackMajorVersion,
-    kDLPackMinorVersion, kDLROCM, kFlagIsCopied, kFlagReadOnly,
+    kCapsuleVersioned, kCapsuleVersionedUsed, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged,
+    kDLPackMajorVersion, kDLPackMinorVersion, kDLROCM, kDLROCMHost, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
     TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
-    device_is_host_accessible, new_legacy_capsule, new_versioned_capsule, release_adopted_capsule,
-    validate, view_from_dltensor,
+    device_is_host_accessible, fold_byte_offset, new_legacy_capsule, new_versioned_capsule,
+    release_adopted_capsule, validate, view_from_dltensor,
 )
 from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
 
@@ -24,6 +24,8 @@ from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 cdef str _DLPACK_NAME = "__dlpack__"
 cdef tuple _KWNAMES_MAX_VERSION = ("max_version",)
+# Keywords a consumer may drop when an older producer refuses them.
+cdef tuple _NEW_KEYWORDS = ("max_version", "dl_device", "copy")
 
 
 cdef extern from "Python.h":
@@ -68,6 +70,7 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
             out.readonly = (mv.flags & kFlagReadOnly) != 0
             copied[0] = (mv.flags & kFlagIsCopied) != 0
             validate(out[0])
+            fold_byte_offset(out[0])
         except BaseException:
             # Refused: release the tensor now rather than when the (already
             # renamed, so inert) capsule happens to die.
@@ -81,6 +84,7 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
             view_from_dltensor(ml.dl_tensor, out)
             out.readonly = False
             validate(out[0])
+            fold_byte_offset(out[0])
         except BaseException:
             call_legacy_deleter(ml)
             raise
@@ -108,21 +112,77 @@ cdef void release_adopted(object capsule) noexcept:
     release_adopted_capsule(capsule)
 
 
-cdef object request_capsule(object obj, object dl_device, object copy):
-    """Calls ``obj.__dlpack__`` as a spec consumer: newest version first, then
-    the legacy signature if the producer rejects the new keywords."""
-    cdef PyObject* args[2]
+cdef str _text(object error):
     try:
-        if dl_device is None and copy is None:
+        return str(error)
+    except Exception:
+        return ""
+
+
+cdef bint _rejects_keywords(object error, tuple names):
+    """Whether a producer's TypeError says it does not take one of ``names``.
+
+    Python, Cython, Argument Clinic and C methods without keywords all name
+    the keyword or say "keyword argument(s)"; pybind11/nanobind list the
+    call's keywords.  Any other TypeError is the producer's own refusal
+    (pyarrow's for arrays with nulls, say) and must not trigger a retry.
+    """
+    cdef str text = _text(error)
+    if "keyword argument" in text:
+        return True
+    for name in names:
+        if name in text:
+            return True
+    return False
+
+
+cdef object request_capsule(object obj, object dl_device, object copy):
+    """Calls ``obj.__dlpack__`` as a spec consumer, newest signature first.
+
+    The spec's fallback for producers that predate a keyword is to call again
+    without it; done in stages (all keywords, then ``max_version`` only, then
+    none) so that a DLPack 1.0 producer without ``dl_device``/``copy`` still
+    returns a versioned capsule (read-only data, flags).  The caller applies
+    ``dl_device``/``copy`` itself to whatever comes back.  A retry happens only
+    when the TypeError is about the keywords; the error raised is the first
+    one that is not, or the first of all when every call was refused for its
+    keywords, raised once and without the refused calls chained to it.
+    """
+    cdef PyObject* args[2]
+    if dl_device is None and copy is None:
+        try:
             # The common request as one vectorcall with a constant kwnames
             # tuple: a Python-level keyword call would build a dict per call.
             args[0] = <PyObject*>obj
             args[1] = <PyObject*>_MAX_VERSION
             return PyObject_VectorcallMethod(_DLPACK_NAME, args, 1, _KWNAMES_MAX_VERSION)
-        return obj.__dlpack__(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
-    except TypeError:
+        except TypeError as e:
+            first = e
+    else:
+        try:
+            return obj.__dlpack__(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
+        except TypeError as e:
+            first = e
+        if not _rejects_keywords(first, _NEW_KEYWORDS):
+            raise first
+        text = _text(first)
+        if "max_version" not in text and "no keyword arguments" not in text:
+            # Only dl_device/copy were refused: a DLPack 1.0-era producer.
+            try:
+                return obj.__dlpack__(max_version=_MAX_VERSION)
+            except TypeError as e:
+                later = e
+            if not _rejects_keywords(later, _NEW_KEYWORDS):
+                raise later
+    if not _rejects_keywords(first, _NEW_KEYWORDS):
+        raise first
+    try:
         # A producer older than DLPack 1.0 knows none of these keywords.
         return obj.__dlpack__()
+    except TypeError as e:
+        later = e
+    # Raised outside the handler: the refused calls are not its context.
+    raise first if "keyword argument" in _text(later) else later
 
 
 cdef inline bint _is_versioned_request(object max_version) except -1:
@@ -143,24 +203,38 @@ cdef inline bint _is_versioned_request(object max_version) except -1:
     return major_c >= kDLPackMajorVersion
 
 
-cdef int _check_stream(const TensorView* v, object stream) except -1:
+cdef int _check_stream(DLDevice device, object stream) except -1:
+    """Checks ``stream`` for data the consumer will use on ``device``.
+
+    dlpackarray has no device runtime, so it can honour only the requests that
+    need no synchronisation: ``None`` (the data as the producer handed it over)
+    and ``-1`` (the consumer asks for none).  A real consumer stream on device
+    data raises BufferError rather than hand out memory that may not be ready
+    on that stream.
+    """
     if stream is None:
         return 0
     if type(stream) is not int and not isinstance(stream, int):
         raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
     if stream == -1:
         return 0
-    if v.device.device_type == kDLCPU or device_is_host_accessible(v.device):
-        raise BufferError(
+    if device.device_type == kDLCPU:
+        # Spec: CPU data takes no stream; anything else is a wrong argument.
+        raise ValueError(
             f"stream={stream!r} is not valid for CPU data: only None or -1 may be passed")
-    if v.device.device_type == kDLCUDA and stream == 0:
-        raise ValueError("stream=0 is ambiguous for CUDA and disallowed by the DLPack spec; "
-                         "use 1 for the legacy default stream or 2 for per-thread")
-    if v.device.device_type == kDLROCM and stream in (1, 2):
-        raise ValueError(f"stream={stream} is not supported for ROCm data")
     if stream < -1:
         raise ValueError(f"stream must be >= -1, got {stream}")
-    return 0
+    if stream == 0 and (device.device_type == kDLCUDA or device.device_type == kDLCUDAHost
+                        or device.device_type == kDLCUDAManaged):
+        raise ValueError("stream=0 is ambiguous for CUDA and disallowed by the DLPack spec; "
+                         "use 1 for the legacy default stream or 2 for per-thread")
+    if (stream == 1 or stream == 2) and (device.device_type == kDLROCM
+                                         or device.device_type == kDLROCMHost):
+        raise ValueError(f"stream={stream} is not supported for ROCm data")
+    raise BufferError(
+        f"stream={stream} asks dlpackarray to make data on device {device_tuple(device)} ready "
+        "on that stream, but synchronization is not available (dlpackarray has no device "
+        "runtime); pass stream=None to receive the data as its producer handed it over, or -1")
 
 
 cdef object export_capsule(const TensorView* v, object owner, object stream,
@@ -196,9 +270,12 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
     cdef DLDevice target
     if copy is not None and copy is not True and copy is not False:
         raise TypeError(f"copy must be None, True or False, got {copy!r}")
-    _check_stream(v, stream)
+    target = v.device
     if dl_device is not None:
         target = parse_device(dl_device)
+    # The stream belongs to the consumer, on the device it asked for.
+    _check_stream(target, stream)
+    if dl_device is not None:
         if target.device_type != v.device.device_type or target.device_id != v.device.device_id:
             if not (target.device_type == kDLCPU and target.device_id == 0
                     and device_is_host_accessible(v.device)):
@@ -207,6 +284,9 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
                     f"{device_tuple(target)}: dlpackarray copies between host memory only")
             # Host-accessible memory (pinned/managed) is readable as CPU data
             # without a copy; the consumer asked to see it as CPU memory.
+            # Nothing is synchronised (there is no runtime to do it): the data
+            # is as ready as its producer left it, which docs/protocols.rst
+            # states, and a consumer stream was refused above.
             on_host = v[0]
             on_host.device = target
             v = &on_host

@@ -54,6 +54,8 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     void set_strides_from_bytes(TensorView& v, const int64_t* byte_strides,
                                 const char* source) except +raise_py_error
     cbool device_is_host_accessible(DLDevice d)
+    cbool device_has_opaque_data(DLDevice d)
+    void fold_byte_offset(TensorView& v)
 
 
 cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
@@ -61,6 +63,7 @@ cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
     int64_t dtype_itemsize(DLDataType dt) except +raise_py_error
     cbool dtype_is_supported(DLDataType dt)
     void check_dtype_supported(DLDataType dt) except +raise_py_error
+    string supported_dtypes_text() except +raise_py_error
     string dtype_name(DLDataType dt) except +raise_py_error
     DLDataType dtype_from_name(const string& name) except +raise_py_error
     DLDataType dtype_from_pep3118(const char* fmt, int64_t itemsize) except +raise_py_error

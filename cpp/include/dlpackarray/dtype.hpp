@@ -22,8 +22,17 @@ int64_t dtype_itemsize(DLDataType dt);
 // a known code with a byte-multiple width valid for that code.
 bool dtype_is_supported(DLDataType dt);
 
-// Throws a TypeError/BufferError naming the dtype if it is not supported.
+// Throws a BufferError naming the dtype if it is not supported.
 void check_dtype_supported(DLDataType dt);
+
+// "supported dtypes are bool, int8, ...": the tail of every unsupported-dtype
+// message, built from the one dtype table.
+std::string supported_dtypes_text();
+
+// Throws BufferError ("<what> holds datetime64 data ...") when `kind` is a
+// NumPy kind character with no DLPack equivalent (V O S a U M m t); returns
+// for any other character.
+void fail_unsupported_kind(const std::string& what, char kind);
 
 // "float32", "bfloat16", "float8_e4m3fn", ...; for unknown combinations a
 // spelled-out "DLDataType(code=C, bits=B, lanes=L)".
@@ -43,7 +52,9 @@ DLDataType dtype_from_pep3118(const char* format, int64_t itemsize);
 const char* pep3118_from_dtype(DLDataType dt);
 
 // NumPy array-interface typestr ("<f4", "|b1", ...) -> dtype; throws
-// TypeError for unknown kinds, BufferError for non-native byte order.
+// TypeError for a malformed typestr, BufferError for a well-formed one DLPack
+// cannot carry (datetime, object, str, void, unsupported width, non-native
+// byte order).
 DLDataType dtype_from_typestr(const char* typestr);
 
 // dtype -> typestr, or empty string when the array interface cannot express

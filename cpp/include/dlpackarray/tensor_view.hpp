@@ -106,4 +106,16 @@ void set_strides_from_bytes(TensorView& v, const int64_t* byte_strides, const ch
 // True when device memory can be read directly by the host.
 bool device_is_host_accessible(DLDevice d);
 
+// True for devices whose DLTensor.data is an opaque handle (OpenCL cl_mem,
+// Vulkan, Metal buffers), where the first element can only be reached
+// through byte_offset: the DLPack header forbids pointer arithmetic on it.
+bool device_has_opaque_data(DLDevice d);
+
+// Moves byte_offset into data (byte_offset becomes 0) unless the device's
+// data is an opaque handle, as NumPy and PyTorch export: then data means the
+// first element everywhere, and consumers that refuse or ignore a nonzero
+// byte_offset (PyTorch) accept every view.  Call after validate(), which
+// rules out an offset that wraps the address space.
+void fold_byte_offset(TensorView& v) noexcept;
+
 }  // namespace dla
