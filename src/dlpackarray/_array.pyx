@@ -230,7 +230,10 @@ cdef bint _has_direct_protocol(object obj) except -1:
 # drop one per call.
 @cython.freelist(16)
 cdef class DLPackArray:
-    """A zero-copy view of any array-like object, re-exported through every protocol.
+    # The first line is the signature inspect.signature() reads (Cython embeds
+    # none in clinic format for classes, and misplaces "/" in the others).
+    """DLPackArray(obj, /, *, copy=None, device=None)\n--\n\n\
+    A zero-copy view of any array-like object, re-exported through every protocol.
 
     Parameters
     ----------
