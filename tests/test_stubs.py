@@ -289,6 +289,8 @@ def test_stub_entry_exists_at_runtime_with_the_same_signature(module, name, memb
         "DLPackArray",
         "DLPackArray.__dlpack__",
         "DLPackArray.__dlpack_device__",
+        "DLPackArray.item",
+        "DLPackArray.tolist",
         "DLPackArray.from_buffer",
         "DType",
         "from_dlpack",
