@@ -6,7 +6,6 @@ installed package; an in-tree build installed into ``./.site`` is used when pres
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -36,7 +35,9 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "_generated"]
 myst_enable_extensions = ["colon_fence"]
 
-# Docstrings are numpydoc-style; Cython embeds each def's signature in its first line.
+# Docstrings are numpydoc-style.  Cython writes each def's signature as its __text_signature__
+# (embedsignature.format=clinic), which autodoc reads through inspect.signature; api.rst
+# still spells out the class signatures, since autodoc would take a builtin __new__'s.
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 autodoc_docstring_signature = True
@@ -77,24 +78,3 @@ def _collect_benchmark_results() -> None:
 
 
 _collect_benchmark_results()
-
-
-def _drop_self(app, what, name, obj, options, signature, return_annotation):
-    # Cython's embedded signatures of methods start with "self"; Python's do not.
-    if signature and signature.startswith("(self"):
-        signature = "(" + signature[len("(self") :].lstrip(", ")
-    return signature, return_annotation
-
-
-def _drop_signature_line(app, what, name, obj, options, lines):
-    # Where api.rst gives a signature explicitly (Cython 3.3 embeds the constructor's with
-    # "/" misplaced), the embedded one is still the docstring's first line: drop it.
-    if lines and re.fullmatch(r"[\w.]+\(.*\)", lines[0]):
-        del lines[0]
-        while lines and not lines[0].strip():
-            del lines[0]
-
-
-def setup(app):
-    app.connect("autodoc-process-signature", _drop_self)
-    app.connect("autodoc-process-docstring", _drop_signature_line)

@@ -2,16 +2,18 @@
 
 Every public module-level name, class member and property of the runtime modules must be
 declared in the stub and vice versa (type aliases, declared as ``X: TypeAlias = ...``, are
-typing-only and exempt).  For ``def`` functions and methods, whose signatures Cython embeds
-in the docstring's first line (``embedsignature``), parameter names, kinds and defaults are
-compared too.  The stubs are read from the *installed* package, so this also checks that
-they ship.
+typing-only and exempt).  For every function, method and constructor, ``inspect.signature``
+must work at runtime (Cython writes each ``def``'s signature as its ``__text_signature__``,
+``embedsignature.format=clinic``) and agree with the stub: parameter names, kinds and
+defaults.  The stubs are read from the *installed* package, so this also checks that they
+ship.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import sys
 import types
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ STUBS = {
 #: Members Cython generates on its own: object creation, pickling support, and the
 #: rich-comparison slots that come with ``__eq__`` (they return NotImplemented).
 AUTO_MEMBERS = {"__new__", "__doc__", "__lt__", "__le__", "__gt__", "__ge__", "__ne__"}
-AUTO_PICKLE_DOCS = ("__reduce_cython__", "__setstate_cython__")
+AUTO_PICKLE_NAMES = ("__reduce_cython__", "__setstate_cython__")
 
 #: Slots Python exposes only from 3.12 (``__buffer__``); the stub guards them by version.
 VERSIONED_MEMBERS = {"__buffer__": (3, 12), "__release_buffer__": (3, 12)}
@@ -139,25 +141,19 @@ def runtime_members(cls: type) -> set[str]:
     for name, value in vars(cls).items():
         if name in AUTO_MEMBERS:
             continue
-        first_line = (getattr(value, "__doc__", None) or "").split("\n", 1)[0]
-        if any(f".{auto}(" in first_line for auto in AUTO_PICKLE_DOCS):
+        if getattr(value, "__name__", None) in AUTO_PICKLE_NAMES:
             continue
         members.add(name)
     return members
 
 
-def embedded_signature(obj, name: str) -> ast.arguments | None:
-    """Parse Cython's embedded ``name(params)`` first docstring line, if there is one."""
-    first = (getattr(obj, "__doc__", None) or "").split("\n", 1)[0]
-    head = f"{name}("
-    start = first.find(head)
-    if start < 0 or not first.endswith(")"):
-        return None
-    params = first[start + len(head) : -1]
+def runtime_signature(obj) -> ast.arguments:
+    """``inspect.signature(obj)`` as the arguments of a parsed ``def``."""
     try:
-        return ast.parse(f"def f({params}): pass").body[0].args
-    except SyntaxError as exc:  # pragma: no cover - the message names the culprit
-        raise AssertionError(f"cannot parse embedded signature {first!r}") from exc
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"inspect.signature({obj!r}) fails: {exc}") from exc
+    return ast.parse(f"def f{sig}: pass").body[0].args
 
 
 def describe(args: ast.arguments, *, drop_first: bool) -> list[tuple[str, str, str | None]]:
@@ -176,15 +172,19 @@ def describe(args: ast.arguments, *, drop_first: bool) -> list[tuple[str, str, s
     return out[1:] if drop_first else out
 
 
-def assert_same_signature(stub: ast.arguments, runtime: ast.arguments, *, drop_first: bool):
-    stub_params = describe(stub, drop_first=drop_first)
-    run_params = describe(runtime, drop_first=drop_first)
-    assert len(stub_params) == len(run_params), f"stub {stub_params} vs runtime {run_params}"
-    for s, r in zip(stub_params, run_params, strict=True):
+def assert_same_params(stub: list, runtime: list) -> None:
+    assert len(stub) == len(runtime), f"stub {stub} vs runtime {runtime}"
+    for s, r in zip(stub, runtime, strict=True):
         assert s[:2] == r[:2], f"parameter {s} in the stub, {r} at runtime"
         assert (s[2] is None) == (r[2] is None), f"default of {s[0]}: stub {s[2]}, runtime {r[2]}"
         if s[2] not in (None, "..."):
             assert s[2] == r[2], f"default of {s[0]}: stub {s[2]}, runtime {r[2]}"
+
+
+def assert_same_signature(stub: ast.arguments, runtime: ast.arguments, *, drop_first: bool):
+    assert_same_params(
+        describe(stub, drop_first=drop_first), describe(runtime, drop_first=drop_first)
+    )
 
 
 # -- the checks --------------------------------------------------------------------------------
@@ -250,13 +250,8 @@ def test_stub_entry_exists_at_runtime_with_the_same_signature(module, name, memb
     assert hasattr(mod, name), f"{module}.{name} is in the stub but not at runtime"
     entry = names[name] if not member else names[name].members[member]
     if not member:
-        obj = getattr(mod, name)
         if isinstance(entry, StubFunc):
-            sig = embedded_signature(obj, name)
-            if sig is None:
-                import inspect
-
-                sig = ast.parse(f"def f{inspect.signature(obj)}: pass").body[0].args
+            sig = runtime_signature(getattr(mod, name))
             assert_same_signature(entry.node.args, sig, drop_first=False)
         return
 
@@ -264,14 +259,9 @@ def test_stub_entry_exists_at_runtime_with_the_same_signature(module, name, memb
     if member in VERSIONED_MEMBERS and sys.version_info < VERSIONED_MEMBERS[member]:
         pytest.skip(f"{member} exists at runtime from Python {VERSIONED_MEMBERS[member]}")
     if member == "__init__":
-        # Cython 3.3's embedded class signature misplaces "/" (it counts self), so only
-        # names and defaults are compared for the constructor.
-        sig = embedded_signature(cls, name)
-        assert sig is not None, f"{name} has no embedded constructor signature"
-        stub = [(p[0], p[2]) for p in describe(entry.node.args, drop_first=True)]
-        runtime = [(p[0], p[2]) for p in describe(sig, drop_first=False)]
-        # (the class line has no self)
-        assert [n for n, _ in stub] == [n for n, _ in runtime], f"{stub} vs {runtime}"
+        # A class is called with its own signature (its __text_signature__), without self.
+        stub = describe(entry.node.args, drop_first=True)
+        assert_same_params(stub, describe(runtime_signature(cls), drop_first=False))
         return
     assert member in vars(cls), f"{name}.{member} is in the stub but not defined at runtime"
     value = vars(cls)[member]
@@ -282,9 +272,48 @@ def test_stub_entry_exists_at_runtime_with_the_same_signature(module, name, memb
     assert not is_property, f"{name}.{member} is a method in the stub, a property at runtime"
     if entry.kind in ("staticmethod", "classmethod"):
         assert isinstance(value, (staticmethod, classmethod)) or not hasattr(value, "__objclass__")
-    sig = embedded_signature(value, f"{name}.{member}")
-    if sig is None:
-        sig = embedded_signature(value, member)
-    if sig is None:
-        return  # a slot wrapper (__len__, __eq__, ...): no signature to compare
+    sig = runtime_signature(getattr(cls, member))
+    if isinstance(value, types.WrapperDescriptorType):
+        # A slot (__len__, __eq__, __float__, ...): Python fixes its parameters, positional
+        # only and named by CPython ("value"), so only their number must agree.
+        stub_params = describe(entry.node.args, drop_first=False)
+        run_params = describe(sig, drop_first=False)
+        assert len(stub_params) == len(run_params), f"stub {stub_params} vs runtime {run_params}"
+        return
     assert_same_signature(entry.node.args, sig, drop_first=entry.kind != "staticmethod")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "DLPackArray",
+        "DLPackArray.__dlpack__",
+        "DLPackArray.__dlpack_device__",
+        "DLPackArray.item",
+        "DLPackArray.tolist",
+        "DLPackArray.from_buffer",
+        "DType",
+        "from_dlpack",
+    ],
+)
+def test_inspect_signature_works(path):
+    # array-api-tests and IDEs call inspect.signature on these; on a Cython build without
+    # signatures it raises ValueError("no signature found for builtin ...").
+    obj = dlpackarray
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    assert isinstance(inspect.signature(obj), inspect.Signature)
+
+
+def test_signature_of_dlpack_bound_and_unbound():
+    unbound = inspect.signature(dlpackarray.DLPackArray.__dlpack__)
+    assert list(unbound.parameters) == ["self", "stream", "max_version", "dl_device", "copy"]
+    bound = inspect.signature(dlpackarray.DLPackArray(b"x").__dlpack__)
+    assert list(bound.parameters) == ["stream", "max_version", "dl_device", "copy"]
+    for p in bound.parameters.values():
+        assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None
+    assert str(inspect.signature(dlpackarray.from_dlpack)) == "(x, /, *, device=None, copy=None)"
+    # The constructor's "/" follows obj (Cython's own embedded class signature counted self).
+    assert str(inspect.signature(dlpackarray.DLPackArray)) == (
+        "(obj, /, *, copy=None, device=None)"
+    )

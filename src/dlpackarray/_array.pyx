@@ -30,6 +30,7 @@ from dlpackarray._array_interface cimport (
     view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
 )
 from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
+from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 
 from dlpackarray._devices import DLDeviceType
 
@@ -250,7 +251,10 @@ cdef bint _has_direct_protocol(object obj) except -1:
 # drop one per call.
 @cython.freelist(16)
 cdef class DLPackArray:
-    """A zero-copy view of any array-like object, re-exported through every protocol.
+    # The first line is the signature inspect.signature() reads (Cython embeds
+    # none in clinic format for classes, and misplaces "/" in the others).
+    """DLPackArray(obj, /, *, copy=None, device=None)\n--\n\n\
+    A zero-copy view of any array-like object, re-exported through every protocol.
 
     Parameters
     ----------
@@ -616,6 +620,61 @@ cdef class DLPackArray:
             ``ml_dtypes`` array (``TypeError`` without ml_dtypes).
         """
         return export_numpy(&self._view, self.shape, self, dtype, copy)
+
+    # -- Python scalars ----------------------------------------------------------
+    def item(self, *args):
+        """Return one element as a Python scalar (``bool``, ``int``, ``float`` or ``complex``).
+
+        Like ``numpy.ndarray.item``.  The value is read from the memory, so
+        every dtype works without NumPy; bfloat16 and float8 give ``float``.
+
+        Parameters
+        ----------
+        *args : int or tuple of int
+            Nothing for an array of size 1; one int for a flat index in C
+            order; one int per dimension (or one tuple of them) for a
+            multi-index.  Negative indices count from the end.
+
+        Raises
+        ------
+        ValueError
+            Without arguments if the size is not 1, or for a wrong number of
+            indices.
+        IndexError
+            If an index is out of bounds.
+        BufferError
+            If the data is not in host-accessible memory.
+        """
+        return item_of(&self._view, args)
+
+    def tolist(self):
+        """Return the elements as nested lists of Python scalars (a scalar for 0-d arrays).
+
+        Like ``numpy.ndarray.tolist``; the scalars are those of :meth:`item`.
+
+        Raises
+        ------
+        BufferError
+            If the data is not in host-accessible memory.
+        MemoryError
+            If the result has more entries than Python lists can hold.
+        """
+        return tolist_of(&self._view)
+
+    def __float__(self):
+        return float(scalar_of(&self._view))
+
+    def __int__(self):
+        return int(scalar_of(&self._view))
+
+    def __complex__(self):
+        return complex(scalar_of(&self._view))
+
+    def __index__(self):
+        return index_of(&self._view)
+
+    def __bool__(self):
+        return truth_of(&self._view)
 
     def __len__(self):
         if self._view.ndim == 0:

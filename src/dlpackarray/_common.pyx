@@ -1,5 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Pieces shared by every protocol module: dtype objects, devices, copies."""
+cimport cython
+from cpython.object cimport PyObject, PyTypeObject, newfunc
+from cpython.type cimport PyType_Modified
 from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
@@ -18,36 +21,45 @@ cdef dict _device_cache = {}
 cdef int64_t _NOGIL_COPY_BYTES = 1 << 16
 
 
+@cython.final
 cdef class DType:
-    """A DLPack data type: ``code``, ``bits`` and ``lanes`` plus a readable name.
+    """DType(name)\n--\n\nA DLPack data type: ``code``, ``bits`` and ``lanes`` plus a readable name.
 
-    Instances are interned, so ``a.dtype is b.dtype`` when the types agree.
+    ``DType(x)`` accepts a :class:`DType`, a name (``"float32"``) or alias
+    (``"f4"``), a typestr (``"<f4"``), a NumPy dtype or scalar type (ml_dtypes
+    ones too) or ``bool``/``int``/``float``/``complex``.
+
+    Instances are interned and immutable: every spelling of a type gives the
+    same object, so ``DType("f4") is a.dtype`` when ``a`` holds float32 data.
     Compares equal to another :class:`DType` or to its name (``"float32"``).
     """
 
     def __init__(self, name):
-        cdef DLDataType dt = parse_dtype(name)
-        self.dt = dt
-        self.code = dt.code
-        self.bits = dt.bits
-        self.lanes = dt.lanes
-        self.name = dtype_name(dt).decode()
+        # type.__call__ runs __init__ on the interned instance _dtype_new
+        # returned; a later explicit call must not be able to change it.
+        if dtype_object(parse_dtype(name)) is not self:
+            raise TypeError("DType objects are immutable; call DType(name) for another type")
 
     @property
     def itemsize(self):
-        """Bytes per element."""
+        """int: bytes per element."""
         return dtype_itemsize(self.dt)
 
     def __reduce__(self):
         return (DType, (self.name,))
 
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo, /):
+        return self
+
     def __eq__(self, other):
         if isinstance(other, DType):
-            return self.code == (<DType>other).code and self.bits == (<DType>other).bits \
-                and self.lanes == (<DType>other).lanes
+            return self is other
         if isinstance(other, str):
             try:
-                return self == dtype_object(parse_dtype(other))
+                return self is dtype_object(parse_dtype(other))
             except (TypeError, ValueError, BufferError):
                 return False
         return NotImplemented
@@ -62,19 +74,45 @@ cdef class DType:
         return self.name
 
 
+cdef object _dtype_new(type cls, PyObject* args, PyObject* kwargs):
+    # DType's tp_new: construction returns the interned instance instead of a
+    # fresh object (a cdef class cannot define __new__).  DType is final, so
+    # cls is always DType.
+    cdef tuple positional = <tuple>args if args != NULL else ()
+    cdef dict named = <dict>kwargs if kwargs != NULL else {}
+    if len(positional) + len(named) != 1 or (named and "name" not in named):
+        raise TypeError("DType() takes exactly one argument, name (the type)")
+    return dtype_object(parse_dtype(positional[0] if positional else named["name"]))
+
+
+cdef extern from "Python.h":
+    ctypedef struct _VectorcallType "PyTypeObject":
+        void* tp_vectorcall
+
+
+cdef tuple _NO_ARGS = ()
+cdef newfunc _dtype_alloc = (<PyTypeObject*>DType).tp_new
+(<PyTypeObject*>DType).tp_new = <newfunc>_dtype_new
+# Cython gives final classes a vectorcall constructor that allocates without
+# tp_new; without it DType(...) goes through type.__call__ and _dtype_new.
+(<_VectorcallType*>DType).tp_vectorcall = NULL
+PyType_Modified(DType)
+
+
 cdef DType dtype_object(DLDataType dt):
-    cdef int key = (dt.code << 24) | (dt.bits << 16) | dt.lanes
+    cdef unsigned long key = (<unsigned long>dt.code << 24) | (<unsigned long>dt.bits << 16) \
+        | dt.lanes
     cdef object found = _dtype_cache.get(key)
     if found is not None:
         return <DType>found
-    cdef DType d = DType.__new__(DType)
+    cdef DType d = <DType>_dtype_alloc(DType, <PyObject*>_NO_ARGS, NULL)
     d.dt = dt
     d.code = dt.code
     d.bits = dt.bits
     d.lanes = dt.lanes
     d.name = dtype_name(dt).decode()
-    _dtype_cache[key] = d
-    return d
+    # setdefault: under free threading two first lookups may race; one wins.
+    return <DType>_dtype_cache.setdefault(key, d)
 
 
 _PY_TYPE_NAMES = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
@@ -92,9 +130,14 @@ cdef DLDataType parse_dtype(object obj) except *:
     typestr = getattr(obj, "str", None)
     if isinstance(kind, str) and isinstance(typestr, str):
         # A NumPy dtype: its typestr carries the byte order; extension dtypes
-        # (ml_dtypes bfloat16/float8) are known by name.
+        # (ml_dtypes bfloat16/float8) are known by name.  ml_dtypes calls
+        # float8_e5m2 kind "f" with typestr "<f1", which no NumPy type has.
         if kind in "biufc":
-            return dtype_from_typestr(typestr.encode())
+            try:
+                return dtype_from_typestr(typestr.encode())
+            except TypeError:
+                if kind != "f":
+                    raise
         return dtype_from_name(str(getattr(obj, "name", "")).encode())
     dtype_attr = getattr(obj, "dtype", None)
     # A class's `dtype` is a descriptor (NumPy scalar types such as np.uint32
