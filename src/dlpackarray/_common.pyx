@@ -135,7 +135,7 @@ cdef DLDataType parse_dtype(object obj) except *:
         if kind in "biufc":
             try:
                 return dtype_from_typestr(typestr.encode())
-            except TypeError:
+            except (TypeError, BufferError):
                 if kind != "f":
                     raise
         return dtype_from_name(str(getattr(obj, "name", "")).encode())
