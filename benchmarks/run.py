@@ -19,15 +19,17 @@ import time
 # machine they steal cycles from the single-threaded cases measured here.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from benchmarks import cases_copies, cases_exchange, cases_scaling, report
+from benchmarks import cases_arrow, cases_copies, cases_exchange, cases_scaling, report
 from benchmarks.harness import Settings, now_iso, run_case
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
+FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9")
 
 
 def all_cases():
-    return cases_exchange.cases() + cases_copies.cases() + cases_scaling.cases()
+    return (
+        cases_exchange.cases() + cases_copies.cases() + cases_scaling.cases() + cases_arrow.cases()
+    )
 
 
 def _versions() -> dict:
@@ -39,6 +41,7 @@ def _versions() -> dict:
         ("pydlpack", "dlpack"),
         ("apache-tvm-ffi", "tvm_ffi"),
         ("pyarrow", "pyarrow"),
+        ("polars", "polars"),
     ):
         try:
             mod = importlib.import_module(module)
@@ -85,7 +88,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--cases",
         default=None,
-        help="comma-separated families (B1..B8) or case-name prefixes",
+        help="comma-separated families (B1..B9) or case-name prefixes",
     )
     p.add_argument("--out-dir", default=RESULTS_DIR, help="where results are written")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

@@ -12,33 +12,38 @@ struct NamedDtype {
   const char* name;
   uint8_t code;
   uint8_t bits;
+  // Arrow C data interface format of the same bytes, or nullptr when Arrow
+  // has no primitive for the type.  bool is nullptr: Arrow's own boolean is
+  // bit-packed, and the byte-per-element match is the arrow.bool8 extension
+  // over int8 (arrow_bridge.cpp).
+  const char* arrow;
 };
 
 // The one table of supported dtypes; every other mapping is derived from it.
 constexpr NamedDtype kDtypes[] = {
-    {"bool", kDLBool, 8},
-    {"int8", kDLInt, 8},
-    {"int16", kDLInt, 16},
-    {"int32", kDLInt, 32},
-    {"int64", kDLInt, 64},
-    {"uint8", kDLUInt, 8},
-    {"uint16", kDLUInt, 16},
-    {"uint32", kDLUInt, 32},
-    {"uint64", kDLUInt, 64},
-    {"float16", kDLFloat, 16},
-    {"float32", kDLFloat, 32},
-    {"float64", kDLFloat, 64},
-    {"bfloat16", kDLBfloat, 16},
-    {"complex64", kDLComplex, 64},
-    {"complex128", kDLComplex, 128},
-    {"float8_e3m4", kDLFloat8_e3m4, 8},
-    {"float8_e4m3", kDLFloat8_e4m3, 8},
-    {"float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8},
-    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8},
-    {"float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8},
-    {"float8_e5m2", kDLFloat8_e5m2, 8},
-    {"float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8},
-    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8},
+    {"bool", kDLBool, 8, nullptr},
+    {"int8", kDLInt, 8, "c"},
+    {"int16", kDLInt, 16, "s"},
+    {"int32", kDLInt, 32, "i"},
+    {"int64", kDLInt, 64, "l"},
+    {"uint8", kDLUInt, 8, "C"},
+    {"uint16", kDLUInt, 16, "S"},
+    {"uint32", kDLUInt, 32, "I"},
+    {"uint64", kDLUInt, 64, "L"},
+    {"float16", kDLFloat, 16, "e"},
+    {"float32", kDLFloat, 32, "f"},
+    {"float64", kDLFloat, 64, "g"},
+    {"bfloat16", kDLBfloat, 16, nullptr},
+    {"complex64", kDLComplex, 64, nullptr},
+    {"complex128", kDLComplex, 128, nullptr},
+    {"float8_e3m4", kDLFloat8_e3m4, 8, nullptr},
+    {"float8_e4m3", kDLFloat8_e4m3, 8, nullptr},
+    {"float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8, nullptr},
+    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8, nullptr},
+    {"float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8, nullptr},
+    {"float8_e5m2", kDLFloat8_e5m2, 8, nullptr},
+    {"float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8, nullptr},
+    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8, nullptr},
 };
 
 const NamedDtype* find(DLDataType dt) {
@@ -275,6 +280,22 @@ const char* pep3118_from_dtype(DLDataType dt) {
       return nullptr;
     default: return nullptr;
   }
+}
+
+const char* arrow_format_from_dtype(DLDataType dt) {
+  const NamedDtype* d = find(dt);
+  return d == nullptr ? nullptr : d->arrow;
+}
+
+bool dtype_from_arrow_format(const char* format, DLDataType* out) {
+  if (format == nullptr) return false;
+  for (const auto& d : kDtypes) {
+    if (d.arrow != nullptr && std::strcmp(d.arrow, format) == 0) {
+      *out = make(d.code, d.bits);
+      return true;
+    }
+  }
+  return false;
 }
 
 DLDataType dtype_from_typestr(const char* typestr) {

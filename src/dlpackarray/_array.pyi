@@ -30,6 +30,29 @@ class DLPackArray:
     def __dlpack_device__(self) -> tuple[DLDeviceType | int, int]: ...
     def __dlpack_info__(self) -> tuple[int, int]: ...
 
+    # -- Arrow PyCapsule interface (docs/arrow.md) -------------------------------
+    def __arrow_c_schema__(self) -> CapsuleType: ...
+    def __arrow_c_array__(
+        self, requested_schema: CapsuleType | None = None, *, copy: bool | None = None
+    ) -> tuple[CapsuleType, CapsuleType]: ...
+    def __arrow_c_stream__(
+        self, requested_schema: CapsuleType | None = None, *, copy: bool | None = None
+    ) -> CapsuleType: ...
+    def __arrow_c_device_array__(
+        self,
+        requested_schema: CapsuleType | None = None,
+        *,
+        copy: bool | None = None,
+        **kwargs: None,
+    ) -> tuple[CapsuleType, CapsuleType]: ...
+    def __arrow_c_device_stream__(
+        self,
+        requested_schema: CapsuleType | None = None,
+        *,
+        copy: bool | None = None,
+        **kwargs: None,
+    ) -> CapsuleType: ...
+
     # -- buffer protocol (slots visible to Python from 3.12) --------------------
     if sys.version_info >= (3, 12):
         def __buffer__(self, flags: int, /) -> memoryview: ...

@@ -30,6 +30,9 @@ from dlpackarray._array_interface cimport (
     view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
 )
 from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
+from dlpackarray._arrow cimport (
+    export_arrow, export_arrow_schema, has_arrow_protocol, view_from_arrow,
+)
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 
 from dlpackarray._devices import DLDeviceType
@@ -153,14 +156,18 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         refusal = None
         try:
             capsule = request_capsule(obj, dl_device, copy)
-        except BufferError as e:
+        except (BufferError, TypeError) as e:
             refusal = e
         if refusal is not None:
             # Outside the handler, so that an error of our own is not chained
             # to the producer's refusal.
-            if not _import_extension_dtype(self, obj):
+            if isinstance(refusal, BufferError) and _import_extension_dtype(self, obj):
+                return _finish_import(self, copy, device, False)
+            # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
+            # say why in our words (or unpack the booleans).
+            if dlpack_only or not _import_arrow_instead(self, obj, t, copy, device):
                 raise refusal
-            return _finish_import(self, copy, device, False)
+            return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
         return _finish_capsule_import(self, capsule, copy, device, copied)
     if dlpack_only:
@@ -178,10 +185,15 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     if iface is not None:
         self.owner = view_from_array_interface(obj, iface, &self._view)
         return _finish_import(self, copy, device, False)
+    # Arrow PyCapsule interface: after the array interfaces, which describe
+    # the N-D object itself (Arrow sees a column of rows), and before the
+    # buffer protocol, whose bytes lose Arrow's type, offset and shape.
+    if has_arrow_protocol(t):
+        self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+        return _finish_import(self, copy, device, copied)
     if PyObject_CheckBuffer(obj):
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
-    # Arrow C data capsules go here (Arrow issue).
     if _type_has(t, "__array__"):
         # Last resort: the object converts itself (usually to an ndarray),
         # which is then imported through its own richer protocol.
@@ -236,6 +248,18 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
     opaque.pop("descr", None)
     self.owner = view_from_array_interface(obj, opaque, &self._view)
     self._view.dtype = dt
+    return True
+
+
+cdef bint _import_arrow_instead(DLPackArray self, object obj, type t, object copy,
+                                object device) except -1:
+    """Imports ``obj`` through Arrow after its ``__dlpack__`` refused; False
+    when it speaks no Arrow either, so the DLPack error stands."""
+    cdef bint copied = False
+    if not has_arrow_protocol(t):
+        return False
+    self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+    _finish_import(self, copy, device, copied)
     return True
 
 
@@ -346,6 +370,61 @@ cdef class DLPackArray:
     def __dlpack_info__(self):
         """Return the newest DLPack version this producer supports, ``(1, 3)``."""
         return _DLPACK_INFO
+
+    # -- Arrow PyCapsule interface (docs/arrow.md) -----------------------------
+    def __arrow_c_schema__(self):
+        """Export the Arrow type this array exports as, as an ``"arrow_schema"`` capsule.
+
+        1-D data is a primitive array, N-D data the ``arrow.fixed_shape_tensor``
+        extension (one row per leading index), bool ``arrow.bool8``.  Raises
+        :class:`TypeError` for dtypes Arrow cannot carry (bfloat16, complex,
+        float8).
+        """
+        return export_arrow_schema(&self._view)
+
+    def __arrow_c_array__(self, requested_schema=None, *, copy=None):
+        """Export as ``("arrow_schema", "arrow_array")`` capsules (host memory).
+
+        Parameters
+        ----------
+        requested_schema : PyCapsule or None
+            An ``"arrow_schema"`` capsule; honoured best effort: bit-packed
+            ``"b"`` booleans, or nested fixed-size lists instead of
+            ``arrow.fixed_shape_tensor``.
+        copy : bool or None
+            dlpackarray extension: ``None`` copies only data Arrow cannot
+            describe (gaps, negative or zero strides), ``False`` raises
+            :class:`BufferError` instead, ``True`` always copies.
+
+        Returns
+        -------
+        tuple of (PyCapsule, PyCapsule)
+        """
+        return export_arrow(&self._view, self.owner, requested_schema, copy, False, False, None)
+
+    def __arrow_c_stream__(self, requested_schema=None, *, copy=None):
+        """Export as an ``"arrow_array_stream"`` capsule holding one chunk.
+
+        Parameters as :meth:`__arrow_c_array__`.
+        """
+        return export_arrow(&self._view, self.owner, requested_schema, copy, False, True, None)
+
+    def __arrow_c_device_array__(self, requested_schema=None, *, copy=None, **kwargs):
+        """Export as ``("arrow_schema", "arrow_device_array")`` capsules.
+
+        Host data has device type 1 (CPU), device id -1 and no sync event.
+        Other keywords are accepted when ``None`` (for future additions) and
+        raise :class:`NotImplementedError` otherwise.  Parameters as
+        :meth:`__arrow_c_array__`.
+        """
+        return export_arrow(&self._view, self.owner, requested_schema, copy, True, False, kwargs)
+
+    def __arrow_c_device_stream__(self, requested_schema=None, *, copy=None, **kwargs):
+        """Export as an ``"arrow_device_array_stream"`` capsule holding one chunk.
+
+        Parameters as :meth:`__arrow_c_device_array__`.
+        """
+        return export_arrow(&self._view, self.owner, requested_schema, copy, True, True, kwargs)
 
     # -- buffer protocol ------------------------------------------------------
     def __getbuffer__(self, Py_buffer* buffer, int flags):

@@ -51,6 +51,15 @@ DLDataType dtype_from_pep3118(const char* format, int64_t itemsize);
 // express the dtype (bfloat16, float8, ...).
 const char* pep3118_from_dtype(DLDataType dt);
 
+// dtype -> Arrow C data interface primitive format ("f", "l", ...), or
+// nullptr when Arrow has no primitive for it (bool, bfloat16, complex,
+// float8).  Derived from the same table as every other mapping.
+const char* arrow_format_from_dtype(DLDataType dt);
+
+// Arrow primitive format -> dtype; false when the format is not one of the
+// table's (strings, temporal types, nested types, bit-packed "b", ...).
+bool dtype_from_arrow_format(const char* format, DLDataType* out);
+
 // NumPy array-interface typestr ("<f4", "|b1", ...) -> dtype; throws
 // TypeError for a malformed typestr, BufferError for a well-formed one DLPack
 // cannot carry (datetime, object, str, void, unsupported width, non-native

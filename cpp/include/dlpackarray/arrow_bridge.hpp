@@ -1,0 +1,106 @@
+// DLPack <-> Arrow C data interface bridge: builds Arrow schemas, arrays and
+// streams that describe a TensorView (export), and reads Arrow arrays back
+// into TensorViews (import).  No Python here: whatever keeps exported memory
+// alive is an opaque ArrowKeepalive whose release the last Arrow struct calls,
+// from whichever thread releases it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dlpackarray/arrow_abi.hpp"
+#include "dlpackarray/dlpack_abi.hpp"
+#include "dlpackarray/tensor_view.hpp"
+
+namespace dla {
+
+// -- export ---------------------------------------------------------------------
+
+// Layout choices a requested schema (or the defaults) select.
+struct ArrowExportOptions {
+  bool bit_packed_bool = false;  // bool as Arrow "b" (a packing copy) instead of arrow.bool8
+  bool nested_lists = false;     // N-D as nested fixed-size lists instead of fixed_shape_tensor
+  int32_t copy = -1;             // -1: copy only when needed, 0: never copy, 1: always copy
+  int32_t device = 0;            // 0: CPU methods, 1: device methods
+  bool schema_only = false;      // plan the type only: never copy
+};
+
+// Reads a consumer's requested schema (best effort, as the PyCapsule
+// interface asks): a "b" leaf selects bit-packed bools, fixed-size lists
+// without the tensor extension select nested lists; anything else keeps the
+// defaults.  A request with a different number of dimensions (nesting
+// depth) than the tensor can be given raises ValueError.
+void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
+                         ArrowExportOptions* opts);
+
+// The shared state of one export: layout, data (the source's or a copy made
+// once, here) and the keepalive.  Reference counted: every Arrow struct built
+// from it holds a reference, so the structs may be released in any order, on
+// any thread, and children may be moved out and released on their own.
+struct ArrowExport;
+
+// Plans the export of `v`: checks dtype and device, decides the layout and
+// copies when it must (or throws BufferError when opts.copy == 0).  Returns a
+// new export holding one reference.  Throws TypeError naming dtypes Arrow
+// cannot carry.
+ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opts);
+
+// Whether the export still reads the source memory (false after a copy), and
+// then the keepalive whose release(ctx) runs once, when the last reference
+// goes.  Call before building any struct.
+bool arrow_export_shares_memory(const ArrowExport* ex) noexcept;
+void arrow_export_set_keepalive(ArrowExport* ex, void (*release)(void*), void* ctx) noexcept;
+void arrow_export_unref(ArrowExport* ex) noexcept;
+
+// Fill caller-provided structs (whose release is NULL); each takes its own
+// reference.  On failure they throw and leave `out->release` NULL.
+void arrow_export_schema(ArrowExport* ex, ArrowSchema* out);
+void arrow_export_array(ArrowExport* ex, ArrowArray* out);
+void arrow_export_device_array(ArrowExport* ex, ArrowDeviceArray* out);
+void arrow_export_stream(ArrowExport* ex, ArrowArrayStream* out);
+void arrow_export_device_stream(ArrowExport* ex, ArrowDeviceArrayStream* out);
+
+// -- import ---------------------------------------------------------------------
+
+// What a schema says about the tensor it carries.
+struct ArrowTypeInfo {
+  DLDataType dtype{kDLUInt, 8, 1};
+  bool bit_packed = false;            // Arrow "b": bits that need unpacking (a copy)
+  std::vector<int64_t> sizes;         // list_size of each fixed-size-list level, outermost first
+  std::vector<int64_t> cell;          // logical shape of one row (after the first dimension)
+  std::vector<int64_t> cell_strides;  // element strides of `cell` in the row's dense storage
+  std::string description;            // e.g. "arrow.fixed_shape_tensor<float>[2,3]", for errors
+};
+
+// Parses a schema: a primitive, nested fixed-size lists of one, the
+// arrow.fixed_shape_tensor or arrow.bool8 extension.  Throws TypeError naming
+// the Arrow type for everything else (strings, dictionaries, structs, ...).
+void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out);
+
+// One array of a parsed type as a view.
+struct ArrowBinding {
+  TensorView view;         // data = the values buffer; for bit-packed bools, the bitmap
+  int64_t bit_offset = 0;  // bit-packed bools: index of the first bit in view.data
+  bool bit_packed = false;
+};
+
+// Binds an array of type `t` on device `dev`: checks buffer counts, lengths,
+// offsets (its own and every child's) and nulls (ValueError naming the null
+// count), and fills `out` for rows [offset, offset + length).
+void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev, ArrowBinding* out);
+
+// The concatenation of `chunks` (rows stacked; every chunk of type `t`) as a
+// dense C-ordered view on `dev` with data = nullptr, and its size in bytes.
+int64_t arrow_concat_layout(const ArrowTypeInfo& t, const std::vector<ArrowBinding>& chunks,
+                            DLDevice dev, TensorView* out);
+
+// Writes every chunk, one after the other, to `dst` (arrow_concat_layout's
+// size); host memory only.
+void arrow_concat(const std::vector<ArrowBinding>& chunks, void* dst);
+
+// Writes the bound elements in C order, dense, to `dst` (size * itemsize
+// bytes): unpacks bit-packed bools, undoes strides and permutations.
+void arrow_materialize(const ArrowBinding& b, void* dst);
+
+}  // namespace dla

@@ -1,0 +1,30 @@
+// Python-facing part of the Arrow bridge: PyCapsules holding Arrow C structs
+// (allocated, zeroed and wrapped before they are filled, so a failure midway
+// neither leaks nor calls garbage) and the keepalive release that drops a
+// Python reference from any thread.
+#pragma once
+
+#include <Python.h>
+
+namespace dla::py {
+
+enum ArrowCapsuleKind : int {
+  kArrowSchemaCapsule = 0,
+  kArrowArrayCapsule = 1,
+  kArrowStreamCapsule = 2,
+  kArrowDeviceArrayCapsule = 3,
+  kArrowDeviceStreamCapsule = 4,
+};
+
+// A new capsule with the spec's name for `kind`, owning a zeroed struct
+// (release == NULL).  Its destructor calls the struct's release when it is
+// still set (the consumer did not move it out) and frees the struct.
+// Returns NULL with an exception set on failure.
+PyObject* new_arrow_capsule(ArrowCapsuleKind kind);
+
+// ArrowKeepalive release for a strong reference to a Python object: safe on
+// any thread, with or without the GIL, and a leak (never a crash) once the
+// interpreter is finalizing.  Reuses release_reference (python_shim.hpp).
+void release_arrow_keepalive(void* py_object) noexcept;
+
+}  // namespace dla::py

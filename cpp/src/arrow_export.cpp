@@ -1,0 +1,496 @@
+// Export half of the Arrow bridge: TensorView -> ArrowSchema / ArrowArray /
+// ArrowDeviceArray and their streams.
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "arrow_metadata.hpp"
+#include "dlpackarray/arrow_bridge.hpp"
+#include "dlpackarray/dtype.hpp"
+#include "dlpackarray/errors.hpp"
+#include "dlpackarray/strided_copy.hpp"
+
+namespace dla {
+
+struct ArrowExport {
+  std::atomic<int64_t> refs{1};
+  void (*keep_release)(void*) = nullptr;
+  void* keep_ctx = nullptr;
+  void* block = nullptr;  // aligned_allocate'd copy, or nullptr when sharing the source
+  DLDevice device{kDLCPU, 0};
+  int32_t device_methods = 0;
+  // Layout: a chain of fixed-size lists (outermost first) over one leaf.
+  int64_t length = 0;
+  std::vector<int64_t> list_sizes;
+  const char* leaf_format = nullptr;
+  bool leaf_bool8 = false;
+  bool tensor = false;           // the top level is arrow.fixed_shape_tensor
+  std::string top_metadata;      // encoded blob for the top level ("" = none)
+  std::string leaf_metadata;     // arrow.bool8 on the leaf
+  const void* values = nullptr;  // leaf values buffer (first element)
+};
+
+namespace {
+
+using arrow_meta::KeyValues;
+
+// Size-0 arrays still get a non-NULL values pointer: the spec allows NULL
+// there, but not every consumer checks.
+alignas(64) const unsigned char kEmpty[64] = {};
+
+int64_t product(const int64_t* v, int32_t n, const char* what) {
+  int64_t p = 1;
+  for (int32_t i = 0; i < n; ++i) {
+    if (__builtin_mul_overflow(p, v[i], &p))
+      fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
+  }
+  return p;
+}
+
+// Cell dimensions (1..ndim-1) ordered by decreasing stride: the physical
+// order in which a dense permuted tensor stores them.
+std::vector<int32_t> physical_order(const TensorView& v) {
+  std::vector<int32_t> order;
+  for (int32_t i = 1; i < v.ndim; ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    // Length-1 dimensions touch one element whatever their stride: put them
+    // outermost, where they never break contiguity.
+    const bool a1 = v.shape[a] == 1, b1 = v.shape[b] == 1;
+    if (a1 != b1) return a1;
+    if (a1) return false;
+    return v.strides[a] > v.strides[b];
+  });
+  return order;
+}
+
+TensorView reordered(const TensorView& v, const std::vector<int32_t>& order) {
+  TensorView r = v;
+  for (size_t k = 0; k < order.size(); ++k) {
+    r.shape[k + 1] = v.shape[order[k]];
+    r.strides[k + 1] = v.strides[order[k]];
+  }
+  return r;
+}
+
+void pack_bits(const unsigned char* bytes, int64_t n, unsigned char* bits) {
+  std::memset(bits, 0, size_t((n + 7) / 8));
+  for (int64_t i = 0; i < n; ++i) {
+    if (bytes[i]) bits[i >> 3] |= static_cast<unsigned char>(1u << (i & 7));
+  }
+}
+
+// -- schema nodes ------------------------------------------------------------
+
+struct SchemaPrivate {
+  std::string format, name, metadata;
+  ArrowSchema* children[1] = {nullptr};
+};
+
+void release_schema(ArrowSchema* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  auto* p = static_cast<SchemaPrivate*>(s->private_data);
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    ArrowSchema* c = s->children[i];
+    // A consumer may have moved the child out (release == NULL).
+    if (c->release != nullptr) c->release(c);
+    delete c;
+  }
+  delete p;
+  s->release = nullptr;
+}
+
+void build_schema(const ArrowExport& ex, size_t level, ArrowSchema* out) {
+  out->release = nullptr;
+  auto* p = new SchemaPrivate();
+  const bool leaf = level == ex.list_sizes.size();
+  if (leaf) {
+    p->format = ex.leaf_format;
+    p->metadata = ex.leaf_metadata;
+  } else {
+    p->format = "+w:" + std::to_string(ex.list_sizes[level]);
+  }
+  if (level == 0 && !ex.top_metadata.empty()) p->metadata = ex.top_metadata;
+  p->name = level == 0 ? "" : "item";
+  if (!leaf) {
+    auto* child = new (std::nothrow) ArrowSchema();
+    if (child == nullptr) {
+      delete p;
+      throw std::bad_alloc();
+    }
+    try {
+      build_schema(ex, level + 1, child);
+    } catch (...) {
+      delete child;
+      delete p;
+      throw;
+    }
+    p->children[0] = child;
+  }
+  out->format = p->format.c_str();
+  out->name = p->name.c_str();
+  out->metadata = p->metadata.empty() ? nullptr : p->metadata.data();
+  out->flags = ARROW_FLAG_NULLABLE;
+  out->n_children = leaf ? 0 : 1;
+  out->children = leaf ? nullptr : p->children;
+  out->dictionary = nullptr;
+  out->private_data = p;
+  out->release = release_schema;
+}
+
+// -- array nodes -------------------------------------------------------------
+
+struct ArrayPrivate {
+  ArrowExport* ex = nullptr;
+  const void* buffers[2] = {nullptr, nullptr};
+  ArrowArray* children[1] = {nullptr};
+};
+
+void release_array(ArrowArray* a) {
+  if (a == nullptr || a->release == nullptr) return;
+  auto* p = static_cast<ArrayPrivate*>(a->private_data);
+  for (int64_t i = 0; i < a->n_children; ++i) {
+    ArrowArray* c = a->children[i];
+    if (c->release != nullptr) c->release(c);
+    delete c;
+  }
+  ArrowExport* ex = p->ex;
+  delete p;
+  a->release = nullptr;
+  // Last: this may run the keepalive's release (and take the GIL).
+  arrow_export_unref(ex);
+}
+
+void build_array(ArrowExport& ex, size_t level, int64_t length, ArrowArray* out) {
+  out->release = nullptr;
+  auto* p = new ArrayPrivate();
+  const bool leaf = level == ex.list_sizes.size();
+  if (!leaf) {
+    auto* child = new (std::nothrow) ArrowArray();
+    if (child == nullptr) {
+      delete p;
+      throw std::bad_alloc();
+    }
+    try {
+      build_array(ex, level + 1, length * ex.list_sizes[level], child);
+    } catch (...) {
+      delete child;
+      delete p;
+      throw;
+    }
+    p->children[0] = child;
+  } else {
+    p->buffers[1] = ex.values;
+  }
+  ex.refs.fetch_add(1, std::memory_order_relaxed);
+  p->ex = &ex;
+  out->length = length;
+  out->null_count = 0;
+  out->offset = 0;
+  out->n_buffers = leaf ? 2 : 1;
+  out->n_children = leaf ? 0 : 1;
+  out->buffers = p->buffers;
+  out->children = leaf ? nullptr : p->children;
+  out->dictionary = nullptr;
+  out->private_data = p;
+  out->release = release_array;
+}
+
+// -- streams -------------------------------------------------------------------
+
+struct StreamPrivate {
+  ArrowExport* ex = nullptr;
+  bool done = false;
+  std::string error;
+};
+
+template <class Fn>
+int guarded(StreamPrivate* p, Fn&& fn) noexcept {
+  try {
+    fn();
+    return 0;
+  } catch (const std::bad_alloc&) {
+    p->error = "out of memory";
+    return ENOMEM;
+  } catch (const std::exception& e) {
+    p->error = e.what();
+    return EINVAL;
+  } catch (...) {
+    p->error = "unknown error";
+    return EIO;
+  }
+}
+
+int stream_get_schema(ArrowArrayStream* s, ArrowSchema* out) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return guarded(p, [&] { arrow_export_schema(p->ex, out); });
+}
+
+int stream_get_next(ArrowArrayStream* s, ArrowArray* out) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return guarded(p, [&] {
+    out->release = nullptr;  // end of stream unless an array follows
+    if (p->done) return;
+    arrow_export_array(p->ex, out);
+    p->done = true;
+  });
+}
+
+const char* stream_last_error(ArrowArrayStream* s) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return p->error.empty() ? nullptr : p->error.c_str();
+}
+
+void stream_release(ArrowArrayStream* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  ArrowExport* ex = p->ex;
+  delete p;
+  s->release = nullptr;
+  arrow_export_unref(ex);
+}
+
+int device_stream_get_schema(ArrowDeviceArrayStream* s, ArrowSchema* out) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return guarded(p, [&] { arrow_export_schema(p->ex, out); });
+}
+
+int device_stream_get_next(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return guarded(p, [&] {
+    out->array.release = nullptr;
+    if (p->done) return;
+    arrow_export_device_array(p->ex, out);
+    p->done = true;
+  });
+}
+
+const char* device_stream_last_error(ArrowDeviceArrayStream* s) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return p->error.empty() ? nullptr : p->error.c_str();
+}
+
+void device_stream_release(ArrowDeviceArrayStream* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  ArrowExport* ex = p->ex;
+  delete p;
+  s->release = nullptr;
+  arrow_export_unref(ex);
+}
+
+std::string no_arrow_type(DLDataType dt) {
+  return "dtype " + dtype_name(dt) +
+         " has no Arrow equivalent: Arrow carries bool, int8-64, uint8-64 and float16/32/64 "
+         "(view the data as an integer type of the same width to export its bits)";
+}
+
+}  // namespace
+
+void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
+                         ArrowExportOptions* opts) {
+  if (requested.release == nullptr) {
+    fail(ErrorKind::Value, "the requested schema has already been released");
+  }
+  const char* fmt = requested.format ? requested.format : "";
+  if (std::strcmp(fmt, "+s") == 0) {
+    fail(ErrorKind::Value,
+         "the requested schema is a struct (a record batch or table); a DLPackArray exports "
+         "one column");
+  }
+  const KeyValues kv = arrow_meta::decode(requested.metadata);
+  const std::string* ext = arrow_meta::find(kv, arrow_meta::kExtensionName);
+  const bool wants_tensor = ext != nullptr && *ext == arrow_meta::kFixedShapeTensor;
+  int32_t depth = 0;
+  const ArrowSchema* node = &requested;
+  while (node->format != nullptr && std::strncmp(node->format, "+w:", 3) == 0 &&
+         node->n_children == 1 && node->children != nullptr && depth < kMaxNdim) {
+    node = node->children[0];
+    ++depth;
+  }
+  if (depth > 0 && !wants_tensor) {
+    if (v.ndim >= 2 && depth != v.ndim - 1) {
+      fail(ErrorKind::Value, "the requested schema nests " + std::to_string(depth) +
+                                 " fixed-size list level(s) but the tensor has " +
+                                 std::to_string(v.ndim) + " dimensions (" +
+                                 std::to_string(v.ndim - 1) + " level(s) needed)");
+    }
+    opts->nested_lists = v.ndim >= 2;
+  }
+  if (node->format != nullptr && std::strcmp(node->format, "b") == 0 && v.dtype.code == kDLBool) {
+    opts->bit_packed_bool = true;
+  }
+}
+
+ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opts) {
+  const Extent extent = validate(v);
+  if (!device_is_host_accessible(v.device)) {
+    fail(ErrorKind::Buffer,
+         "cannot export data on device (" + std::to_string(int(v.device.device_type)) + ", " +
+             std::to_string(v.device.device_id) +
+             ") through Arrow: device arrays need a sync event, which comes with the CUDA "
+             "support; only host memory can be exported for now");
+  }
+  const bool is_bool = v.dtype.code == kDLBool && v.dtype.bits == 8 && v.dtype.lanes == 1;
+  const char* fmt = is_bool ? arrow_format_from_dtype(DLDataType{kDLInt, 8, 1})
+                            : arrow_format_from_dtype(v.dtype);
+  if (fmt == nullptr) fail(ErrorKind::Type, no_arrow_type(v.dtype));
+
+  auto ex = std::make_unique<ArrowExport>();
+  ex->device = v.device;
+  ex->device_methods = opts.device;
+  const bool bits = is_bool && opts.bit_packed_bool;
+  ex->leaf_format = bits ? "b" : fmt;
+  if (is_bool && !bits) {
+    ex->leaf_metadata = arrow_meta::encode(
+        {{arrow_meta::kExtensionName, arrow_meta::kBool8}, {arrow_meta::kExtensionMetadata, ""}});
+  }
+
+  // Layout and whether the memory can be shared as it is.
+  bool dense = true;
+  std::vector<int32_t> order;  // tensor cells: physical order of dimensions 1..ndim-1
+  if (v.ndim == 0) {
+    ex->length = 1;
+  } else {
+    ex->length = v.shape[0];
+    if (v.ndim == 1) {
+      dense = is_c_contiguous(v);
+    } else if (opts.nested_lists) {
+      for (int32_t i = 1; i < v.ndim; ++i) ex->list_sizes.push_back(v.shape[i]);
+      dense = is_c_contiguous(v);
+    } else {
+      ex->tensor = true;
+      ex->list_sizes.push_back(product(v.shape + 1, v.ndim - 1, "tensor cell size"));
+      if (!is_c_contiguous(v)) {
+        // A dense tensor whose cell dimensions are permuted is still
+        // zero-copy: fixed_shape_tensor's permutation names the order.
+        order = physical_order(v);
+        dense = is_c_contiguous(reordered(v, order));
+      }
+    }
+  }
+  if (!dense && opts.copy == 0) {
+    fail(ErrorKind::Buffer,
+         "exporting this tensor to Arrow needs a copy (its strides have gaps, are negative or "
+         "zero, or do not keep rows outermost) and copy=False was given");
+  }
+  if (bits && opts.copy == 0) {
+    fail(ErrorKind::Buffer,
+         "bit-packed Arrow booleans (format 'b') need a packing copy and copy=False was given; "
+         "the arrow.bool8 layout is zero-copy");
+  }
+  const bool must_copy = !dense || bits || opts.copy == 1;
+  if (ex->tensor) {
+    // A copy is C-ordered: the identity permutation.
+    if (must_copy || order.empty()) {
+      order.clear();
+      for (int32_t i = 1; i < v.ndim; ++i) order.push_back(i);
+    }
+    std::vector<int64_t> phys_shape, perm(size_t(v.ndim - 1));
+    for (size_t k = 0; k < order.size(); ++k) {
+      phys_shape.push_back(v.shape[order[k]]);
+      perm[size_t(order[k] - 1)] = int64_t(k);
+    }
+    ex->top_metadata = arrow_meta::encode(
+        {{arrow_meta::kExtensionName, arrow_meta::kFixedShapeTensor},
+         {arrow_meta::kExtensionMetadata, arrow_meta::tensor_json(phys_shape, perm)}});
+  }
+  if (opts.schema_only) return ex.release();
+
+  if (!must_copy) {
+    ex->values = v.data == nullptr ? nullptr : static_cast<const char*>(v.data) + v.byte_offset;
+  } else {
+    const int64_t itemsize = dtype_itemsize(v.dtype);
+    int64_t nbytes;
+    if (__builtin_mul_overflow(extent.size, itemsize, &nbytes)) {
+      fail(ErrorKind::Overflow, "array size in bytes overflows int64");
+    }
+    void* dense_copy = aligned_allocate(nbytes);
+    try {
+      strided_copy_to_contiguous(v, dense_copy);
+    } catch (...) {
+      aligned_free(dense_copy);
+      throw;
+    }
+    if (bits) {
+      void* packed = nullptr;
+      try {
+        packed = aligned_allocate((extent.size + 7) / 8);
+      } catch (...) {
+        aligned_free(dense_copy);
+        throw;
+      }
+      pack_bits(static_cast<const unsigned char*>(dense_copy), extent.size,
+                static_cast<unsigned char*>(packed));
+      aligned_free(dense_copy);
+      dense_copy = packed;
+    }
+    ex->block = dense_copy;
+    ex->values = dense_copy;
+  }
+  if (ex->values == nullptr) ex->values = kEmpty;
+  return ex.release();
+}
+
+bool arrow_export_shares_memory(const ArrowExport* ex) noexcept { return ex->block == nullptr; }
+
+void arrow_export_set_keepalive(ArrowExport* ex, void (*release)(void*), void* ctx) noexcept {
+  ex->keep_release = release;
+  ex->keep_ctx = ctx;
+}
+
+void arrow_export_unref(ArrowExport* ex) noexcept {
+  if (ex == nullptr || ex->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (ex->block != nullptr) aligned_free(ex->block);
+  void (*release)(void*) = ex->keep_release;
+  void* ctx = ex->keep_ctx;
+  delete ex;
+  if (release != nullptr) release(ctx);
+}
+
+void arrow_export_schema(ArrowExport* ex, ArrowSchema* out) { build_schema(*ex, 0, out); }
+
+void arrow_export_array(ArrowExport* ex, ArrowArray* out) { build_array(*ex, 0, ex->length, out); }
+
+void arrow_export_device_array(ArrowExport* ex, ArrowDeviceArray* out) {
+  out->array.release = nullptr;
+  build_array(*ex, 0, ex->length, &out->array);
+  // Host memory needs no synchronisation: sync_event stays NULL.  Arrow's CPU
+  // device has no id (-1); DLPack says 0.
+  out->device_type = ArrowDeviceType(ex->device.device_type);
+  out->device_id = ex->device.device_type == kDLCPU ? -1 : ex->device.device_id;
+  out->sync_event = nullptr;
+  out->reserved[0] = out->reserved[1] = out->reserved[2] = 0;
+}
+
+void arrow_export_stream(ArrowExport* ex, ArrowArrayStream* out) {
+  out->release = nullptr;
+  auto* p = new StreamPrivate();
+  ex->refs.fetch_add(1, std::memory_order_relaxed);
+  p->ex = ex;
+  out->get_schema = stream_get_schema;
+  out->get_next = stream_get_next;
+  out->get_last_error = stream_last_error;
+  out->private_data = p;
+  out->release = stream_release;
+}
+
+void arrow_export_device_stream(ArrowExport* ex, ArrowDeviceArrayStream* out) {
+  out->release = nullptr;
+  auto* p = new StreamPrivate();
+  ex->refs.fetch_add(1, std::memory_order_relaxed);
+  p->ex = ex;
+  out->device_type = ArrowDeviceType(ex->device.device_type);
+  out->get_schema = device_stream_get_schema;
+  out->get_next = device_stream_get_next;
+  out->get_last_error = device_stream_last_error;
+  out->private_data = p;
+  out->release = device_stream_release;
+}
+
+}  // namespace dla

@@ -1,0 +1,385 @@
+// Import half of the Arrow bridge: ArrowSchema + ArrowArray -> TensorView.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "arrow_metadata.hpp"
+#include "dlpackarray/arrow_bridge.hpp"
+#include "dlpackarray/dtype.hpp"
+#include "dlpackarray/errors.hpp"
+#include "dlpackarray/strided_copy.hpp"
+
+namespace dla {
+
+namespace {
+
+using arrow_meta::KeyValues;
+
+bool starts_with(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
+// A readable name for formats without a DLPack equivalent.
+std::string describe_format(const char* f) {
+  struct Known {
+    const char* prefix;
+    const char* what;
+  };
+  static constexpr Known kKnown[] = {
+      {"+w:", "fixed-size list"},
+      {"+l", "list"},
+      {"+L", "large list"},
+      {"+vl", "list view"},
+      {"+vL", "list view"},
+      {"+s", "struct"},
+      {"+m", "map"},
+      {"+ud:", "union"},
+      {"+us:", "union"},
+      {"+r", "run-end encoded"},
+      {"vu", "string view"},
+      {"vz", "binary view"},
+      {"u", "string"},
+      {"U", "large string"},
+      {"z", "binary"},
+      {"Z", "large binary"},
+      {"w:", "fixed-size binary"},
+      {"d:", "decimal"},
+      {"td", "date"},
+      {"tt", "time"},
+      {"ts", "timestamp"},
+      {"tD", "duration"},
+      {"ti", "interval"},
+      {"n", "null"},
+      {"b", "boolean"},
+  };
+  for (const auto& k : kKnown) {
+    if (starts_with(f, k.prefix)) return std::string("'") + f + "' (" + k.what + ")";
+  }
+  return std::string("'") + f + "'";
+}
+
+[[noreturn]] void unsupported(const char* format, const std::string& where) {
+  fail(ErrorKind::Type,
+       "Arrow type " + describe_format(format) + where +
+           " has no DLPack equivalent: dlpackarray imports int8-64, uint8-64, float16/32/64 and "
+           "boolean arrays, fixed-size lists of them and arrow.fixed_shape_tensor");
+}
+
+int64_t parse_list_size(const char* format) {
+  int64_t n = 0;
+  const char* p = format + 3;
+  if (*p == '\0') fail(ErrorKind::Value, std::string("malformed Arrow format '") + format + "'");
+  for (; *p; ++p) {
+    if (*p < '0' || *p > '9' || __builtin_mul_overflow(n, 10, &n) ||
+        __builtin_add_overflow(n, *p - '0', &n)) {
+      fail(ErrorKind::Value, std::string("malformed Arrow format '") + format + "'");
+    }
+  }
+  return n;
+}
+
+void check_live(const ArrowSchema& s) {
+  if (s.release == nullptr) fail(ErrorKind::Value, "the Arrow schema has already been released");
+  if (s.format == nullptr) fail(ErrorKind::Value, "the Arrow schema has no format string");
+  if (s.dictionary != nullptr) {
+    fail(ErrorKind::Type, std::string("dictionary-encoded Arrow arrays (format '") + s.format +
+                              "' with a dictionary) cannot be imported: decode them first");
+  }
+}
+
+const char* extension_of(const ArrowSchema& s, KeyValues* kv) {
+  *kv = arrow_meta::decode(s.metadata);
+  const std::string* ext = arrow_meta::find(*kv, arrow_meta::kExtensionName);
+  return ext == nullptr ? nullptr : ext->c_str();
+}
+
+// The leaf (innermost) type: a primitive, arrow.bool8 or "b".
+void parse_leaf(const ArrowSchema& s, ArrowTypeInfo* out, const std::string& where) {
+  check_live(s);
+  KeyValues kv;
+  const char* ext = extension_of(s, &kv);
+  if (ext != nullptr) {
+    if (std::strcmp(ext, arrow_meta::kBool8) == 0 && std::strcmp(s.format, "c") == 0) {
+      out->dtype = DLDataType{kDLBool, 8, 1};
+      out->description += "arrow.bool8";
+      return;
+    }
+    fail(ErrorKind::Type, std::string("Arrow extension type '") + ext + "' (storage " +
+                              describe_format(s.format) + ")" + where +
+                              " is not supported: dlpackarray reads arrow.fixed_shape_tensor and "
+                              "arrow.bool8");
+  }
+  if (std::strcmp(s.format, "b") == 0) {
+    out->dtype = DLDataType{kDLBool, 8, 1};
+    out->bit_packed = true;
+    out->description += "bool";
+    return;
+  }
+  if (!dtype_from_arrow_format(s.format, &out->dtype)) unsupported(s.format, where);
+  out->description += dtype_name(out->dtype);
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+void set_c_cell_strides(ArrowTypeInfo* out) {
+  out->cell_strides.assign(out->cell.size(), 1);
+  int64_t s = 1;
+  for (size_t i = out->cell.size(); i-- > 0;) {
+    out->cell_strides[i] = s;
+    s *= out->cell[i] > 0 ? out->cell[i] : 1;
+  }
+}
+
+// Counts the null slots in [start, start + n) of a validity bitmap.
+int64_t count_nulls(const void* bitmap, int64_t start, int64_t n) {
+  const auto* bits = static_cast<const unsigned char*>(bitmap);
+  int64_t nulls = 0;
+  for (int64_t i = start; i < start + n; ++i) {
+    if (((bits[i >> 3] >> (i & 7)) & 1) == 0) ++nulls;
+  }
+  return nulls;
+}
+
+void check_nulls(const ArrowArray& a, int64_t first, int64_t n, const char* what) {
+  if (a.null_count == 0 || n == 0) return;
+  const void* validity = a.n_buffers > 0 ? a.buffers[0] : nullptr;
+  int64_t nulls;
+  if (validity == nullptr) {
+    if (a.null_count < 0) return;  // unknown count, no bitmap: no nulls
+    nulls = a.null_count;
+  } else {
+    nulls = count_nulls(validity, first, n);
+  }
+  if (nulls != 0) {
+    fail(ErrorKind::Value,
+         "cannot import an Arrow array with nulls: " + std::string(what) + " has " +
+             std::to_string(nulls) + " null(s) among " + std::to_string(n) +
+             " slot(s), and DLPack has no validity mask (fill the nulls first, e.g. with "
+             "pyarrow.compute.fill_null)");
+  }
+}
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(ErrorKind::Overflow, "Arrow array size overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    fail(ErrorKind::Overflow, "Arrow array size overflows int64");
+  return r;
+}
+
+}  // namespace
+
+void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
+  *out = ArrowTypeInfo();
+  check_live(s);
+  KeyValues kv;
+  const char* ext = extension_of(s, &kv);
+  if (ext != nullptr && std::strcmp(ext, arrow_meta::kFixedShapeTensor) == 0) {
+    if (!starts_with(s.format, "+w:") || s.n_children != 1 || s.children == nullptr) {
+      fail(ErrorKind::Value, std::string("arrow.fixed_shape_tensor storage must be a "
+                                         "fixed-size list, got format '") +
+                                 s.format + "'");
+    }
+    const int64_t k = parse_list_size(s.format);
+    const std::string* json = arrow_meta::find(kv, arrow_meta::kExtensionMetadata);
+    std::vector<int64_t> shape, perm;
+    arrow_meta::parse_tensor_json(json ? *json : std::string(), &shape, &perm);
+    if (int64_t(shape.size()) + 1 > kMaxNdim) {
+      fail(ErrorKind::Value, "arrow.fixed_shape_tensor has " + std::to_string(shape.size()) +
+                                 " cell dimensions; at most " + std::to_string(kMaxNdim - 1) +
+                                 " are supported");
+    }
+    int64_t product = 1;
+    for (int64_t d : shape) product = checked_mul(product, d);
+    if (product != k) {
+      fail(ErrorKind::Value, "arrow.fixed_shape_tensor shape [" + join(shape) + "] holds " +
+                                 std::to_string(product) + " elements but its storage lists hold " +
+                                 std::to_string(k));
+    }
+    out->description = "arrow.fixed_shape_tensor<";
+    parse_leaf(*s.children[0], out, " inside arrow.fixed_shape_tensor");
+    out->description += ">[" + join(shape) + "]";
+    out->sizes.push_back(k);
+    // Cells are stored C-ordered in the physical shape; logical dimension i
+    // is physical dimension perm[i].
+    std::vector<int64_t> phys_strides(shape.size(), 1);
+    int64_t st = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      phys_strides[i] = st;
+      st *= shape[i] > 0 ? shape[i] : 1;
+    }
+    for (size_t i = 0; i < shape.size(); ++i) {
+      out->cell.push_back(shape[size_t(perm[i])]);
+      out->cell_strides.push_back(phys_strides[size_t(perm[i])]);
+    }
+    return;
+  }
+  if (ext != nullptr && std::strcmp(ext, arrow_meta::kBool8) != 0) {
+    fail(ErrorKind::Type, std::string("Arrow extension type '") + ext + "' (storage " +
+                              describe_format(s.format) +
+                              ") is not supported: dlpackarray reads arrow.fixed_shape_tensor "
+                              "and arrow.bool8");
+  }
+  const ArrowSchema* node = &s;
+  while (starts_with(node->format, "+w:")) {
+    if (node->n_children != 1 || node->children == nullptr) {
+      fail(ErrorKind::Value, "an Arrow fixed-size list schema must have exactly one child");
+    }
+    if (int64_t(out->sizes.size()) + 2 > kMaxNdim) {
+      fail(ErrorKind::Value, "Arrow fixed-size lists nest deeper than the " +
+                                 std::to_string(kMaxNdim) + " dimensions supported");
+    }
+    out->sizes.push_back(parse_list_size(node->format));
+    node = node->children[0];
+    check_live(*node);
+    KeyValues inner;
+    const char* inner_ext = extension_of(*node, &inner);
+    if (inner_ext != nullptr && std::strcmp(inner_ext, arrow_meta::kBool8) != 0) {
+      fail(ErrorKind::Type, std::string("Arrow extension type '") + inner_ext +
+                                "' inside a fixed-size list is not supported");
+    }
+  }
+  parse_leaf(*node, out, out->sizes.empty() ? "" : " inside fixed-size lists");
+  if (!out->sizes.empty()) out->description += "[" + join(out->sizes) + "]";
+  out->cell = out->sizes;
+  set_c_cell_strides(out);
+}
+
+void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
+                      ArrowBinding* out) {
+  if (a.release == nullptr) fail(ErrorKind::Value, "the Arrow array has already been released");
+  if (a.length < 0 || a.offset < 0) {
+    fail(ErrorKind::Value, "the Arrow array has a negative length or offset");
+  }
+  const ArrowArray* node = &a;
+  int64_t first = 0;  // first slot used, relative to node->offset
+  int64_t n = a.length;
+  int64_t row_elems = 1;
+  for (size_t level = 0; level < t.sizes.size(); ++level) {
+    if (node->n_buffers != 1 || node->n_children != 1 || node->children == nullptr ||
+        node->children[0] == nullptr) {
+      fail(ErrorKind::Value, "a fixed-size list Arrow array must have 1 buffer and 1 child");
+    }
+    check_nulls(*node, checked_add(node->offset, first), n,
+                level == 0 ? "the array" : "a nested list level");
+    const ArrowArray* child = node->children[0];
+    if (child->offset < 0 || child->length < 0) {
+      fail(ErrorKind::Value, "a child Arrow array has a negative length or offset");
+    }
+    const int64_t size = t.sizes[level];
+    // Parent slot j covers child slots [j * size, (j + 1) * size).
+    first = checked_mul(checked_add(node->offset, first), size);
+    n = checked_mul(n, size);
+    row_elems = checked_mul(row_elems, size);
+    if (child->length < checked_add(first, n)) {
+      fail(ErrorKind::Value, "a child Arrow array has " + std::to_string(child->length) +
+                                 " slots but its parent needs " +
+                                 std::to_string(checked_add(first, n)));
+    }
+    node = child;
+  }
+  if (node->n_buffers != 2 || node->buffers == nullptr) {
+    fail(ErrorKind::Value,
+         "a primitive Arrow array must have 2 buffers, got " + std::to_string(node->n_buffers));
+  }
+  check_nulls(*node, checked_add(node->offset, first), n,
+              t.sizes.empty() ? "the array" : "the values");
+  const int64_t start = checked_add(node->offset, first);
+  const void* values = node->buffers[1];
+  if (values == nullptr && n > 0) {
+    fail(ErrorKind::Value,
+         "the Arrow array has " + std::to_string(n) + " values but a NULL data buffer");
+  }
+
+  TensorView& v = out->view;
+  v.set_ndim(int32_t(1 + t.cell.size()));
+  v.shape[0] = a.length;
+  v.strides[0] = row_elems;
+  for (size_t i = 0; i < t.cell.size(); ++i) {
+    v.shape[i + 1] = t.cell[i];
+    v.strides[i + 1] = t.cell_strides[i];
+  }
+  v.dtype = t.dtype;
+  v.device = dev;
+  v.readonly = true;  // Arrow data is immutable once exported
+  v.ready_stream = nullptr;
+  v.byte_offset = 0;
+  out->bit_packed = t.bit_packed;
+  if (t.bit_packed) {
+    v.data = const_cast<void*>(values);
+    out->bit_offset = start;
+    return;
+  }
+  const int64_t itemsize = dtype_itemsize(t.dtype);
+  v.data = values == nullptr
+               ? nullptr
+               : const_cast<char*>(static_cast<const char*>(values)) + checked_mul(start, itemsize);
+  validate(v);
+}
+
+void arrow_materialize(const ArrowBinding& b, void* dst) {
+  if (!b.bit_packed) {
+    strided_copy_to_contiguous(b.view, dst);
+    return;
+  }
+  const int64_t n = view_size(b.view);
+  const auto* bits = static_cast<const unsigned char*>(b.view.data);
+  std::vector<unsigned char> unpacked;
+  const bool direct = is_c_contiguous(b.view);
+  unsigned char* out = direct ? static_cast<unsigned char*>(dst) : nullptr;
+  if (!direct) {
+    unpacked.resize(size_t(n));
+    out = unpacked.data();
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t j = b.bit_offset + i;
+    out[i] = (bits[j >> 3] >> (j & 7)) & 1;
+  }
+  if (!direct) {
+    TensorView physical = b.view;
+    physical.data = unpacked.data();
+    physical.byte_offset = 0;
+    strided_copy_to_contiguous(physical, dst);
+  }
+}
+
+int64_t arrow_concat_layout(const ArrowTypeInfo& t, const std::vector<ArrowBinding>& chunks,
+                            DLDevice dev, TensorView* out) {
+  int64_t rows = 0;
+  for (const ArrowBinding& b : chunks) rows = checked_add(rows, b.view.shape[0]);
+  out->set_ndim(int32_t(1 + t.cell.size()));
+  out->shape[0] = rows;
+  for (size_t i = 0; i < t.cell.size(); ++i) out->shape[i + 1] = t.cell[i];
+  set_c_strides(*out);
+  out->dtype = t.dtype;
+  out->device = dev;
+  out->data = nullptr;
+  out->byte_offset = 0;
+  out->readonly = false;
+  out->ready_stream = nullptr;
+  int64_t n = 1;
+  for (int32_t i = 0; i < out->ndim; ++i) n = checked_mul(n, out->shape[i]);
+  return checked_mul(n, dtype_itemsize(t.dtype));
+}
+
+void arrow_concat(const std::vector<ArrowBinding>& chunks, void* dst) {
+  auto* p = static_cast<char*>(dst);
+  for (const ArrowBinding& b : chunks) {
+    const int64_t n = view_size(b.view);
+    if (n == 0) continue;
+    arrow_materialize(b, p);
+    p += n * dtype_itemsize(b.view.dtype);
+  }
+}
+
+}  // namespace dla

@@ -1,0 +1,383 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The Arrow PyCapsule interface, both ways (docs/arrow.md).
+
+Export describes a view as Arrow C structs (schema, array, stream and their
+device variants) inside the spec's PyCapsules; import reads any producer of
+those capsules into a view.  The C++ core (arrow_bridge.hpp) does the layout
+work; this module handles capsules, ownership and the Python-level rules.
+"""
+from cpython.pycapsule cimport (
+    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
+)
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int64_t
+from libcpp.vector cimport vector
+
+from dlpackarray.abi cimport DLDevice, kDLCPU
+from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
+from dlpackarray._common cimport HeapOwner, device_tuple
+
+# Probed in this order on import (docs/arrow.md, "Import").
+cdef tuple _ARROW_METHODS = (
+    "__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
+    "__arrow_c_stream__",
+)
+
+
+# -- export ------------------------------------------------------------------------
+
+cdef int _copy_mode(object copy) except -2:
+    if copy is None:
+        return -1
+    if copy is True:
+        return 1
+    if copy is False:
+        return 0
+    raise TypeError(f"copy must be None, True or False, got {copy!r}")
+
+
+cdef int _check_kwargs(dict kwargs) except -1:
+    # PyCapsule interface: future keywords default to None; any other value of
+    # a keyword this producer does not know must be refused.
+    if kwargs:
+        unknown = sorted(name for name, value in kwargs.items() if value is not None)
+        if unknown:
+            raise NotImplementedError(
+                f"unsupported keyword argument(s) {unknown} for the Arrow device interface; "
+                "dlpackarray knows requested_schema and copy")
+    return 0
+
+
+cdef ArrowExport* _plan(const TensorView* v, object requested_schema, object copy, bint device,
+                        bint schema_only) except NULL:
+    cdef ArrowExportOptions opts
+    opts.bit_packed_bool = False
+    opts.nested_lists = False
+    opts.copy = _copy_mode(copy)
+    opts.device = 1 if device else 0
+    opts.schema_only = schema_only
+    if not device and not device_is_host_accessible(v.device):
+        raise BufferError(
+            f"data on device {device_tuple(v.device)} is not host memory, so the CPU Arrow "
+            "methods cannot export it; device data is offered through __arrow_c_device_array__ "
+            "and __arrow_c_device_stream__")
+    if requested_schema is not None:
+        if not PyCapsule_IsValid(requested_schema, kCapsuleArrowSchema):
+            raise TypeError(
+                "requested_schema must be None or an 'arrow_schema' PyCapsule, got "
+                f"{_describe(requested_schema)}")
+        arrow_apply_request(
+            (<ArrowSchema*>PyCapsule_GetPointer(requested_schema, kCapsuleArrowSchema))[0],
+            v[0], &opts)
+    return arrow_export_new(v[0], opts)
+
+
+cdef str _describe(object obj):
+    cdef const char* name
+    if PyCapsule_CheckExact(obj):
+        name = PyCapsule_GetName(obj)
+        pyname = None if name == NULL else name.decode(errors="replace")
+        return f"a PyCapsule named {pyname!r}"
+    return f"a '{type(obj).__name__}' object"
+
+
+cdef int _keep_alive(ArrowExport* ex, object owner) except -1:
+    if arrow_export_shares_memory(ex):
+        # Dropped by the last Arrow struct's release, on whatever thread.
+        Py_INCREF(owner)
+        arrow_export_set_keepalive(ex, release_arrow_keepalive, <void*>owner)
+    return 0
+
+
+cdef object export_arrow_schema(const TensorView* v):
+    cdef ArrowExport* ex = _plan(v, None, None, False, True)
+    try:
+        capsule = new_arrow_capsule(kArrowSchemaCapsule)
+        arrow_export_schema(ex, <ArrowSchema*>PyCapsule_GetPointer(capsule, kCapsuleArrowSchema))
+    finally:
+        arrow_export_unref(ex)
+    return capsule
+
+
+cdef object export_arrow(const TensorView* v, object owner, object requested_schema,
+                         object copy, bint device, bint stream, dict kwargs):
+    """The four data methods: (device) array pairs and (device) streams."""
+    if kwargs is not None:
+        _check_kwargs(kwargs)
+    cdef ArrowExport* ex = _plan(v, requested_schema, copy, device, False)
+    try:
+        _keep_alive(ex, owner)
+        if stream:
+            if device:
+                capsule = new_arrow_capsule(kArrowDeviceStreamCapsule)
+                arrow_export_device_stream(ex, <ArrowDeviceArrayStream*>PyCapsule_GetPointer(
+                    capsule, kCapsuleArrowDeviceStream))
+            else:
+                capsule = new_arrow_capsule(kArrowStreamCapsule)
+                arrow_export_stream(
+                    ex, <ArrowArrayStream*>PyCapsule_GetPointer(capsule, kCapsuleArrowStream))
+            return capsule
+        schema = new_arrow_capsule(kArrowSchemaCapsule)
+        arrow_export_schema(ex, <ArrowSchema*>PyCapsule_GetPointer(schema, kCapsuleArrowSchema))
+        if device:
+            array = new_arrow_capsule(kArrowDeviceArrayCapsule)
+            arrow_export_device_array(ex, <ArrowDeviceArray*>PyCapsule_GetPointer(
+                array, kCapsuleArrowDeviceArray))
+        else:
+            array = new_arrow_capsule(kArrowArrayCapsule)
+            arrow_export_array(ex, <ArrowArray*>PyCapsule_GetPointer(array, kCapsuleArrowArray))
+        return schema, array
+    finally:
+        # The structs hold their own references; a failure above leaves none.
+        arrow_export_unref(ex)
+
+
+# -- import ------------------------------------------------------------------------
+
+cdef class ArrowArrayOwner:
+    """Owns one imported Arrow array (moved out of its capsule or stream);
+    releases it when the last view of its memory is gone."""
+    cdef ArrowDeviceArray held
+
+    def __cinit__(self):
+        self.held.array.release = NULL
+
+    def __dealloc__(self):
+        if self.held.array.release != NULL:
+            self.held.array.release(&self.held.array)
+
+
+cdef class _SchemaHolder:
+    """Releases a schema pulled from a stream, whatever happens after."""
+    cdef ArrowSchema schema
+
+    def __cinit__(self):
+        self.schema.release = NULL
+
+    def __dealloc__(self):
+        if self.schema.release != NULL:
+            self.schema.release(&self.schema)
+
+
+cdef class _StreamHolder:
+    cdef ArrowArrayStream stream
+    cdef ArrowDeviceArrayStream dstream
+    cdef bint device
+
+    def __cinit__(self):
+        self.stream.release = NULL
+        self.dstream.release = NULL
+
+    def __dealloc__(self):
+        if self.stream.release != NULL:
+            self.stream.release(&self.stream)
+        if self.dstream.release != NULL:
+            self.dstream.release(&self.dstream)
+
+
+cdef bint has_arrow_protocol(type t):
+    for name in _ARROW_METHODS:
+        if hasattr(t, name):
+            return True
+    return False
+
+
+cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
+    if not PyCapsule_IsValid(capsule, name):
+        raise TypeError(f"{method} returned {_describe(capsule)}; expected an "
+                        f"{name.decode()!r} PyCapsule")
+    return PyCapsule_GetPointer(capsule, name)
+
+
+cdef DLDevice _device(ArrowDeviceType device_type, int64_t device_id) except *:
+    cdef DLDevice dev
+    if device_type == kDLCPU:
+        # Arrow's CPU device has no id (-1); DLPack's is 0.  CPU data has no
+        # sync event type, so there is nothing to wait on.
+        dev.device_type = kDLCPU
+        dev.device_id = 0
+        return dev
+    raise BufferError(
+        f"the Arrow device array lives on device type {device_type} (id {device_id}); "
+        "importing non-CPU Arrow data needs dlpackarray's CUDA support (waiting on its "
+        "sync_event), which does not exist yet")
+
+
+cdef tuple _pair(object result, str method):
+    if type(result) is not tuple or len(<tuple>result) != 2:
+        raise TypeError(f"{method} must return a (schema, array) pair of PyCapsules, got "
+                        f"{_describe(result)}")
+    return <tuple>result
+
+
+cdef object _from_array_pair(object result, bint device, TensorView* out, bint* copied,
+                             object copy):
+    cdef ArrowTypeInfo info
+    cdef ArrowArray* arr
+    cdef ArrowDeviceArray* darr
+    cdef vector[ArrowBinding] chunks
+    cdef DLDevice dev
+    method = "__arrow_c_device_array__" if device else "__arrow_c_array__"
+    pair = _pair(result, method)
+    schema_capsule, array_capsule = pair
+    cdef ArrowSchema* schema = <ArrowSchema*>_capsule_pointer(
+        schema_capsule, kCapsuleArrowSchema, method)
+    cdef ArrowArrayOwner owner = ArrowArrayOwner.__new__(ArrowArrayOwner)
+    if device:
+        darr = <ArrowDeviceArray*>_capsule_pointer(array_capsule, kCapsuleArrowDeviceArray, method)
+        if darr.array.release == NULL:
+            raise ValueError(f"the capsule from {method} has already been consumed")
+        dev = _device(darr.device_type, darr.device_id)
+        # Move: bitwise copy, then mark the source released so that the
+        # capsule's destructor leaves it alone.
+        owner.held = darr[0]
+        darr.array.release = NULL
+    else:
+        arr = <ArrowArray*>_capsule_pointer(array_capsule, kCapsuleArrowArray, method)
+        if arr.release == NULL:
+            raise ValueError(f"the capsule from {method} has already been consumed")
+        dev.device_type = kDLCPU
+        dev.device_id = 0
+        owner.held.array = arr[0]
+        owner.held.device_type = kDLCPU
+        owner.held.device_id = -1
+        owner.held.sync_event = NULL
+        arr.release = NULL
+    arrow_parse_schema(schema[0], &info)
+    chunks.resize(1)
+    arrow_bind_array(info, owner.held.array, dev, &chunks[0])
+    if not chunks[0].bit_packed:
+        out[0] = chunks[0].view
+        return owner
+    return _concatenate(info, chunks, dev, out, copied, copy, "holds bit-packed booleans")
+
+
+cdef object _concatenate(const ArrowTypeInfo& info, const vector[ArrowBinding]& chunks,
+                         DLDevice dev, TensorView* out, bint* copied, object copy, str why):
+    if copy is False:
+        raise BufferError(
+            f"the Arrow data ({info.description.decode()}) {why}; making one tensor of it "
+            "needs a copy and copy=False was given")
+    cdef int64_t nbytes = arrow_concat_layout(info, chunks, dev, out)
+    cdef HeapOwner heap = HeapOwner.__new__(HeapOwner)
+    heap.ptr = aligned_allocate(nbytes)
+    heap.nbytes = nbytes
+    with nogil:
+        arrow_concat(chunks, heap.ptr)
+    out.data = heap.ptr
+    copied[0] = True
+    return heap
+
+
+cdef str _stream_error(int rc, const char* message, str what):
+    text = message.decode(errors="replace") if message != NULL else "no message"
+    return f"the Arrow stream failed in {what} (error {rc}): {text}"
+
+
+cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied, object copy):
+    cdef ArrowTypeInfo info
+    cdef vector[ArrowBinding] chunks
+    cdef ArrowArrayOwner chunk
+    cdef DLDevice dev
+    cdef int rc
+    cdef void* ptr
+    method = "__arrow_c_device_stream__" if device else "__arrow_c_stream__"
+    capsule = obj.__arrow_c_device_stream__() if device else obj.__arrow_c_stream__()
+    cdef _StreamHolder holder = _StreamHolder.__new__(_StreamHolder)
+    cdef _SchemaHolder schema = _SchemaHolder.__new__(_SchemaHolder)
+    if device:
+        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, method)
+        if (<ArrowDeviceArrayStream*>ptr).release == NULL:
+            raise ValueError(f"the capsule from {method} has already been consumed")
+        holder.dstream = (<ArrowDeviceArrayStream*>ptr)[0]
+        (<ArrowDeviceArrayStream*>ptr).release = NULL
+        with nogil:
+            rc = holder.dstream.get_schema(&holder.dstream, &schema.schema)
+        if rc != 0:
+            raise BufferError(_stream_error(
+                rc, holder.dstream.get_last_error(&holder.dstream), "get_schema"))
+    else:
+        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, method)
+        if (<ArrowArrayStream*>ptr).release == NULL:
+            raise ValueError(f"the capsule from {method} has already been consumed")
+        holder.stream = (<ArrowArrayStream*>ptr)[0]
+        (<ArrowArrayStream*>ptr).release = NULL
+        with nogil:
+            rc = holder.stream.get_schema(&holder.stream, &schema.schema)
+        if rc != 0:
+            raise BufferError(_stream_error(
+                rc, holder.stream.get_last_error(&holder.stream), "get_schema"))
+    arrow_parse_schema(schema.schema, &info)
+    schema = None
+
+    owners = []
+    dev.device_type = kDLCPU
+    dev.device_id = 0
+    while True:
+        chunk = ArrowArrayOwner.__new__(ArrowArrayOwner)
+        # Producers may block or call back into Python from another thread.
+        if device:
+            with nogil:
+                rc = holder.dstream.get_next(&holder.dstream, &chunk.held)
+            if rc != 0:
+                raise BufferError(_stream_error(
+                    rc, holder.dstream.get_last_error(&holder.dstream), "get_next"))
+            if chunk.held.array.release == NULL:
+                break
+            dev = _device(chunk.held.device_type, chunk.held.device_id)
+        else:
+            with nogil:
+                rc = holder.stream.get_next(&holder.stream, &chunk.held.array)
+            if rc != 0:
+                raise BufferError(_stream_error(
+                    rc, holder.stream.get_last_error(&holder.stream), "get_next"))
+            if chunk.held.array.release == NULL:
+                break
+        chunks.resize(chunks.size() + 1)
+        arrow_bind_array(info, chunk.held.array, dev, &chunks[chunks.size() - 1])
+        owners.append(chunk)
+    holder = None  # chunks outlive their stream (C stream interface)
+
+    cdef Py_ssize_t nonempty = 0, only = 0, i
+    cdef bint bit_packed = False
+    for i in range(<Py_ssize_t>chunks.size()):
+        if chunks[i].view.shape[0] != 0:
+            nonempty += 1
+            only = i
+        bit_packed = bit_packed or chunks[i].bit_packed
+    if chunks.size() > 0 and nonempty <= 1 and not bit_packed:
+        out[0] = chunks[only].view
+        return owners[only]
+    if nonempty <= 1:
+        why = "holds bit-packed booleans" if bit_packed else "is empty"
+        if not bit_packed:
+            # No chunk at all: an empty tensor of the schema's shape, no copy.
+            arrow_concat_layout(info, chunks, dev, out)
+            out.readonly = True
+            return None
+    else:
+        why = f"arrives in {nonempty} non-empty chunks"
+    return _concatenate(info, chunks, dev, out, copied, copy, why)
+
+
+cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object copy):
+    """Imports ``obj`` through the first Arrow method it has (_ARROW_METHODS).
+
+    An object whose ``__arrow_c_array__`` refuses (a chunked nanoarrow Array
+    has only a stream) is read through its stream instead.
+    """
+    cdef type t = type(obj)
+    copied[0] = False
+    if hasattr(t, "__arrow_c_device_array__"):
+        return _from_array_pair(obj.__arrow_c_device_array__(), True, out, copied, copy)
+    has_device_stream = hasattr(t, "__arrow_c_device_stream__")
+    if hasattr(t, "__arrow_c_array__"):
+        if not (has_device_stream or hasattr(t, "__arrow_c_stream__")):
+            return _from_array_pair(obj.__arrow_c_array__(), False, out, copied, copy)
+        try:
+            result = obj.__arrow_c_array__()
+        except (ValueError, TypeError, NotImplementedError):
+            result = None  # the producer refused the contiguous form: read the stream
+        if result is not None:
+            return _from_array_pair(result, False, out, copied, copy)
+    return _from_stream(obj, has_device_stream, out, copied, copy)
