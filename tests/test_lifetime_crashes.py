@@ -1,0 +1,201 @@
+"""Lifetime paths that used to crash the interpreter (issue 7, items 2-4): the
+collector clearing a buffer exporter still exported to a DLPackArray, deleters
+run by threads that the interpreter ends while it shuts down, and a source
+whose own code reads or exports the DLPackArray it is being imported into.
+Each scenario runs in a subprocess (conftest.run_python)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import pytest
+from conftest import assert_clean_exit, run_python
+
+from dlpackarray import DLPackArray
+
+# -- item 2: buffer exporters in collected cycles ----------------------------
+
+# name -> (expression building the source, whether the collector may see it).
+# The expressions run with numpy as np, array, mmap, ctypes and DLPackArray
+# imported.
+BUFFER_SOURCES = {
+    "memoryview_cast": ('memoryview(bytearray(64)).cast("f")', False),
+    "memoryview_slice": ("memoryview(bytearray(64))[8:40:2]", False),
+    "memoryview_of_memoryview": ("memoryview(memoryview(bytearray(64)))", False),
+    "memoryview_numpy": ("memoryview(np.arange(16.0))", False),
+    "memoryview_numpy_view": ("memoryview(np.arange(32.0).reshape(4, 8)[:, ::2])", False),
+    "memoryview_of_dlpackarray": ("memoryview(DLPackArray(bytearray(64)))", False),
+    "numpy_view_of_memoryview": (
+        "np.frombuffer(memoryview(bytearray(64)), dtype=np.float32)[2:]",
+        False,
+    ),
+    "ctypes_array": ("(ctypes.c_double * 8)()", False),
+    "ctypes_from_buffer": ("(ctypes.c_char * 64).from_buffer(bytearray(64))", False),
+    "dlpackarray": ("DLPackArray(bytearray(64))", False),
+    "bytes": ("bytes(64)", False),  # not tracked by the collector at all
+    "bytearray": ("bytearray(64)", False),  # not tracked by the collector at all
+    "array": ('array.array("d", range(8))', True),
+    "mmap": ("mmap.mmap(-1, 4096)", True),
+    "bytearray_subclass": ("BytearraySub(64)", True),
+    "bytes_subclass": ("BytesSub(64)", True),
+    "array_subclass": ('ArraySub("d", range(8))', True),
+    "mmap_subclass": ("MmapSub(-1, 4096)", True),
+}
+
+PRELUDE = """
+import array, ctypes, gc, mmap, sys, weakref
+import numpy as np
+from dlpackarray import DLPackArray
+
+class BytearraySub(bytearray): pass
+class BytesSub(bytes): pass
+class ArraySub(array.array): pass
+class MmapSub(mmap.mmap): pass
+"""
+
+CYCLE_SCRIPT = """
+def make():
+    return {expr}
+
+def owners_of(a):
+    return [o for o in gc.get_referents(a) if type(o).__name__ == "BufferOwner"]
+
+# Every way a Py_buffer is taken: the buffer protocol, from_buffer, and an
+# array interface whose data is a buffer object.
+class Iface:
+    def __init__(self, src):
+        m = memoryview(src)
+        self.src = src
+        self.__array_interface__ = {{
+            "version": 3, "shape": (m.nbytes,), "typestr": "|u1", "data": src}}
+
+def arrays(src):
+    yield DLPackArray(src)
+    if memoryview(src).contiguous:  # the other two read raw bytes
+        yield DLPackArray.from_buffer(src, "uint8")
+        yield DLPackArray(Iface(src))
+
+# Garbage cycles holding the array (alone, with a memoryview of it, with a
+# view of it); the source is reachable only from them.
+for extra in (lambda a: [], lambda a: [memoryview(a)], lambda a: [a.T]):
+    for a in arrays(make()):
+        c = [a] + extra(a)
+        c.append(c)
+        del a, c
+        gc.collect()
+
+# Cycles through the exporter itself, where it takes attributes.
+for a in arrays(make()):
+    src = make()
+    try:
+        src.array = a.__class__(src)
+    except (AttributeError, TypeError):
+        continue
+    src.view = memoryview(src.array)
+    del src, a
+    gc.collect()
+print("survived")
+"""
+
+
+@pytest.mark.parametrize("name", sorted(BUFFER_SOURCES))
+def test_buffer_source_in_collected_cycle_does_not_crash(name):
+    """Before the fix a memoryview source was cleared by the collector while
+    the BufferOwner held its export: "memoryview has 1 exported buffer", then
+    a segfault when the buffer was released."""
+    expr, _ = BUFFER_SOURCES[name]
+    proc = run_python(PRELUDE + CYCLE_SCRIPT.format(expr=expr))
+    assert_clean_exit(proc, name)
+    assert "survived" in proc.stdout
+    # tp_clear errors are only printed ("Exception ignored"), never raised.
+    assert "Exception ignored" not in proc.stderr, proc.stderr
+
+
+def _buffer_owners(array):
+    return [o for o in gc.get_referents(array) if type(o).__name__ == "BufferOwner"]
+
+
+@pytest.mark.parametrize("name", sorted(BUFFER_SOURCES))
+def test_collector_sees_only_exporters_that_survive_clearing(name):
+    """The exporter is visible to the collector exactly when clearing it cannot
+    disturb the held buffer (see _collector_may_see in _buffer.pyx).  Clearing
+    a ctypes object made by from_buffer, say, drops the memoryview that owns
+    its memory: no crash, but a dangling buffer that only this test catches."""
+    namespace: dict = {}
+    exec(PRELUDE, namespace)
+    expr, visible = BUFFER_SOURCES[name]
+    src = eval(expr, namespace)
+    arrays = [DLPackArray(src)]
+    if memoryview(src).contiguous:
+        arrays.append(DLPackArray.from_buffer(src, "uint8"))
+    # DLPackArray(src) holds no Py_buffer for DLPack sources (NumPy arrays) and
+    # shares the owner of a DLPackArray source.
+    owners = [o for a in arrays for o in _buffer_owners(a)]
+    assert owners
+    for owner in owners:
+        seen = [o for o in gc.get_referents(owner) if o is not None]
+        if visible:
+            assert seen == [src], f"{name}: exporter hidden from the collector"
+        else:
+            # Untracked objects (bytes, NumPy arrays) are ignored by the
+            # collector whether or not they are traversed.
+            seen = [o for o in seen if gc.is_tracked(o)]
+            assert seen == [], f"{name}: the collector can clear {seen!r}"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, (_, visible) in BUFFER_SOURCES.items() if visible and "sub" in n)
+)
+def test_cycles_through_clear_safe_exporters_are_collected(name):
+    expr, _ = BUFFER_SOURCES[name]
+    code = (
+        PRELUDE
+        + f"""
+src = {expr}
+src.array = DLPackArray(src)
+src.typed = DLPackArray.from_buffer(src, "uint8")
+src.view = memoryview(src.array)
+class Marker: pass
+src.marker = Marker()  # weak references to bytes subclasses are impossible
+ref = weakref.ref(src.marker)
+del src
+gc.collect()
+assert ref() is None, "the cycle through the exporter was not collected"
+print("collected")
+"""
+    )
+    proc = run_python(code)
+    assert_clean_exit(proc, name)
+    assert "collected" in proc.stdout
+
+
+def test_python_buffer_class_in_collected_cycle():
+    """PEP 688 classes (3.12+): the Py_buffer's exporter is CPython's wrapper
+    around the memoryview __buffer__ returned, which must stay hidden."""
+    if sys.version_info < (3, 12):
+        pytest.skip("__buffer__ classes need Python 3.12 (PEP 688)")
+    code = (
+        PRELUDE
+        + """
+class Exporter:
+    def __init__(self):
+        self.data = bytearray(64)
+    def __buffer__(self, flags):
+        return memoryview(self.data).cast("f")
+    def __release_buffer__(self, view):
+        view.release()
+
+for _ in range(3):
+    e = Exporter()
+    e.array = DLPackArray(e)
+    c = [DLPackArray(Exporter()), e]
+    c.append(c)
+    del e, c
+    gc.collect()
+print("survived")
+"""
+    )
+    proc = run_python(code)
+    assert_clean_exit(proc)
+    assert "Exception ignored" not in proc.stderr, proc.stderr
