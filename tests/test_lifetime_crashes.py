@@ -7,6 +7,7 @@ Each scenario runs in a subprocess (conftest.run_python)."""
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
 
 import pytest
@@ -199,3 +200,124 @@ print("survived")
     proc = run_python(code)
     assert_clean_exit(proc)
     assert "Exception ignored" not in proc.stderr, proc.stderr
+
+
+# -- item 3: deleters on threads that end during interpreter shutdown --------
+
+# Daemon threads run the deleters of renamed (consumer-owned) capsules through
+# ctypes, which releases the GIL around the call, while the main thread keeps
+# the GIL busy and then exits.  A thread that waits for the GIL inside the
+# deleter when finalization starts is ended by CPython with pthread_exit, a
+# forced unwind through the deleter's frames.
+DAEMON_SCRIPT = """
+import ctypes, threading, time
+import dlpack_ctypes as dc
+from dlpackarray import DLPackArray
+
+api = ctypes.PyDLL(None)
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+OFFSETS = {b"dltensor_versioned": dc.DLManagedTensorVersioned.deleter.offset,
+           b"dltensor": dc.DLManagedTensor.deleter.offset}
+
+def take(cap, name):
+    address = api.PyCapsule_GetPointer(cap, name)
+    api.PyCapsule_SetName(cap, b"used_" + name)
+    return address, dc.DELETER(ctypes.c_void_p.from_address(address + OFFSETS[name]).value)
+
+src = bytearray(64)
+def churn(versioned):
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    while True:
+        cap = DLPackArray(src).__dlpack__(max_version=(1, 3) if versioned else None)
+        address, deleter = take(cap, name)
+        deleter(address)  # without the GIL: the deleter takes it
+
+for i in range(4):
+    threading.Thread(target=churn, args=(i % 2 == 0,), daemon=True).start()
+start = time.perf_counter()
+while time.perf_counter() - start < 0.05:
+    pass
+"""
+
+# The deleter is the start routine of threads made with pthread_create: it runs
+# on a thread the interpreter has never seen.  PyDLL keeps the GIL across the
+# calls, so the new threads queue for it inside the deleter while the main
+# thread goes on to exit.
+C_THREAD_SCRIPT = """
+import ctypes
+import dlpack_ctypes as dc
+from dlpackarray import DLPackArray
+
+api = ctypes.PyDLL(None)
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+api.pthread_create.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+api.pthread_detach.argtypes = [ctypes.c_ulong]
+offset = dc.DLManagedTensorVersioned.deleter.offset
+
+src = bytearray(64)
+tid = ctypes.c_ulong()
+for _ in range(50):
+    cap = DLPackArray(src).__dlpack__(max_version=(1, 3))
+    address = api.PyCapsule_GetPointer(cap, b"dltensor_versioned")
+    api.PyCapsule_SetName(cap, b"used_dltensor_versioned")
+    deleter = ctypes.c_void_p.from_address(address + offset).value
+    assert api.pthread_create(ctypes.byref(tid), None, deleter, address) == 0
+    api.pthread_detach(tid.value)
+"""
+
+SHUTDOWN_RUNS = 24
+
+
+def _run_many(code: str, runs: int) -> list[str]:
+    """Runs ``code`` ``runs`` times, four at a time; returns the failures."""
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    failures = []
+    for first in range(0, runs, 4):
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for _ in range(min(4, runs - first))
+        ]
+        for p in procs:
+            try:
+                _, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+                failures.append(f"hung\n{err[-2000:]}")
+                continue
+            if p.returncode != 0 or "terminate called" in err:
+                failures.append(f"status {p.returncode}\n{err[-2000:]}")
+    return failures
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="CPython ends threads with pthread_exit (a forced unwind) on Linux/glibc",
+)
+def test_deleters_on_daemon_threads_during_shutdown_never_abort():
+    """Before the fix about half of the runs aborted ("terminate called without
+    an active exception"): the forced unwind reached noexcept C++ frames."""
+    failures = _run_many(DAEMON_SCRIPT, SHUTDOWN_RUNS)
+    assert not failures, f"{len(failures)}/{SHUTDOWN_RUNS} runs failed:\n" + failures[0]
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="starts threads with glibc's pthread_create through ctypes",
+)
+def test_deleters_on_foreign_c_threads_during_shutdown_never_abort():
+    failures = _run_many(C_THREAD_SCRIPT, SHUTDOWN_RUNS)
+    assert not failures, f"{len(failures)}/{SHUTDOWN_RUNS} runs failed:\n" + failures[0]
