@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+import textwrap
 
 import pytest
 from conftest import assert_clean_exit, run_python
@@ -321,3 +322,164 @@ def test_deleters_on_daemon_threads_during_shutdown_never_abort():
 def test_deleters_on_foreign_c_threads_during_shutdown_never_abort():
     failures = _run_many(C_THREAD_SCRIPT, SHUTDOWN_RUNS)
     assert not failures, f"{len(failures)}/{SHUTDOWN_RUNS} runs failed:\n" + failures[0]
+
+
+# -- item 4: a source that reads or exports the array being initialised ------
+
+REENTRANT_PRELUDE = """
+import numpy as np
+from dlpackarray import DLPackArray
+
+class Source:
+    '''Its __array_interface__ is computed by code that uses the DLPackArray
+    being initialised from it.'''
+    def __init__(self, data, action):
+        self.data = data
+        self.action = action
+        self.target = None
+        self.kept = []
+
+    @property
+    def __array_interface__(self):
+        self.action(self)
+        return self.data.__array_interface__
+
+data = np.arange(24.0).reshape(2, 3, 4)[:, ::2, 1:]
+"""
+
+
+def _run_reentrant(body: str):
+    proc = run_python(REENTRANT_PRELUDE + textwrap.dedent(body))
+    assert_clean_exit(proc)
+    assert "checked" in proc.stdout
+    return proc
+
+
+def test_reentrant_released_export_leaves_no_stale_descriptor():
+    """Before the fix ``a.shape`` stayed ``(0,)`` and the memoryview's strides
+    came from the 1-entry stride array cached for the placeholder."""
+    _run_reentrant(
+        """
+        def peek(src):
+            m = memoryview(src.target)  # caches the placeholder's byte strides
+            m.release()
+            assert src.target.shape == (0,)  # and its shape tuple
+            assert src.target.strides == (1,)
+
+        src = Source(data, peek)
+        a = DLPackArray.__new__(DLPackArray)
+        src.target = a
+        a.__init__(src)
+        assert a.shape == data.shape, a.shape
+        assert a.strides == tuple(s // 8 for s in data.strides), a.strides
+        m = memoryview(a)
+        assert m.shape == data.shape and m.strides == data.strides, (m.shape, m.strides)
+        assert m.tolist() == data.tolist()
+        assert np.array_equal(np.asarray(a), data)
+        print("checked")
+        """
+    )
+
+
+def test_reentrant_reads_see_a_consistent_placeholder():
+    _run_reentrant(
+        """
+        seen = []
+        def look(src):
+            t = src.target
+            seen.append((t.shape, t.strides, t.ndim, t.size, t.nbytes, bytes(memoryview(t))))
+
+        src = Source(data, look)
+        a = DLPackArray.__new__(DLPackArray)
+        src.target = a
+        a.__init__(src)
+        assert seen and all(s == ((0,), (1,), 1, 0, 0, b"") for s in seen), seen
+        assert a.shape == data.shape
+        print("checked")
+        """
+    )
+
+
+def test_reentrant_export_still_live_refuses_the_import():
+    """An export of the placeholder that outlives the import points at the
+    placeholder's descriptor: installing the new one under it is refused."""
+    _run_reentrant(
+        """
+        def keep(src):
+            src.kept.append(memoryview(src.target))
+
+        src = Source(data, keep)
+        a = DLPackArray.__new__(DLPackArray)
+        src.target = a
+        try:
+            a.__init__(src)
+        except BufferError as e:
+            assert "exported this DLPackArray" in str(e), e
+        else:
+            raise AssertionError("the import was not refused")
+        assert a.shape == (0,) and a.data_ptr == 0
+        m = src.kept[0]
+        assert m.shape == (0,) and m.nbytes == 0
+        m.release()
+        a.__init__(data)  # nothing exported any more: a normal import
+        assert a.shape == data.shape
+        print("checked")
+        """
+    )
+
+
+def test_reentrant_initialisation_refuses_the_outer_import():
+    _run_reentrant(
+        """
+        def init(src):
+            src.target.__init__(bytearray(8))
+
+        src = Source(data, init)
+        a = DLPackArray.__new__(DLPackArray)
+        src.target = a
+        try:
+            a.__init__(src)
+        except BufferError as e:
+            assert "initialised" in str(e), e
+        else:
+            raise AssertionError("the import was not refused")
+        assert a.shape == (8,)  # the inner initialisation stands
+        print("checked")
+        """
+    )
+
+
+def test_reentrant_shape_entry_cannot_export_a_half_written_descriptor():
+    """An ``__index__`` in the shape runs while the shape is being parsed; an
+    export taken then would describe half an import (data NULL, new shape)."""
+    _run_reentrant(
+        """
+        class Dim:
+            def __init__(self, n, src):
+                self.n, self.src = n, src
+            def __index__(self):
+                m = memoryview(self.src.target)
+                self.src.seen = (m.shape, m.nbytes, bytes(m))
+                m.release()
+                return self.n
+
+        class Src2:
+            def __init__(self):
+                self.data = np.arange(6.0)
+                self.target = None
+            @property
+            def __array_interface__(self):
+                d = dict(self.data.__array_interface__)
+                d["shape"] = (Dim(2, self), Dim(3, self))
+                return d
+
+        src = Src2()
+        a = DLPackArray.__new__(DLPackArray)
+        src.target = a
+        a.__init__(src)
+        assert src.seen == ((0,), 0, b""), src.seen
+        assert a.shape == (2, 3)
+        assert memoryview(a).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        print("checked")
+        """
+    )
