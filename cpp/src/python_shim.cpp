@@ -65,8 +65,20 @@ void give_block(void* block) {
 // caller leaks instead.  The GIL is always taken through the re-entrant
 // PyGILState_Ensure: PyGILState_Check alone is only a hint (it answers 1 once
 // sub-interpreters have disabled the check).
+//
+// Not noexcept, and neither is any frame between a deleter's entry and here:
+// the finalizing check cannot close the race with Py_Finalize (finalization
+// may begin while this thread waits for the GIL inside PyGILState_Ensure),
+// and CPython then ends the thread with pthread_exit (3.13 and older), a
+// forced unwind.  An unwind that reaches a noexcept frame makes the C++
+// runtime call std::terminate, aborting the whole process; through ordinary
+// frames it just ends the thread.  Nothing has been changed by then (the
+// error state is fetched only once the GIL is held), so the owner reference
+// and the block are leaked, which is all that is possible at shutdown.
+// Nothing here may catch the unwind (abi::__forced_unwind) without
+// rethrowing it.
 template <class Release>
-bool run_holding_gil(Release&& release) noexcept {
+bool run_holding_gil(Release&& release) {
   if (!Py_IsInitialized()) return false;
   if (interpreter_finalizing() && !PyGILState_Check()) return false;
   PyGILState_STATE state = PyGILState_Ensure();
@@ -79,8 +91,9 @@ bool run_holding_gil(Release&& release) noexcept {
 }
 
 // Drops the owner reference and recycles the block, from any thread; with no
-// usable interpreter the owner is leaked and the block freed directly.
-void release_owner_and_block(PyObject* owner, void* block) noexcept {
+// usable interpreter the owner is leaked and the block freed directly.  Not
+// noexcept: see run_holding_gil.
+void release_owner_and_block(PyObject* owner, void* block) {
   const bool done = run_holding_gil([&] {
     Py_XDECREF(owner);
     give_block(block);
@@ -177,7 +190,7 @@ int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept {
       capsule, versioned ? consumed_versioned_destructor : consumed_legacy_destructor);
 }
 
-void release_adopted_capsule(PyObject* capsule) noexcept {
+void release_adopted_capsule(PyObject* capsule) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyCapsule_Destructor d = PyCapsule_GetDestructor(capsule);
@@ -213,12 +226,12 @@ void raise_py_error() {
   }
 }
 
-void release_reference(PyObject* obj) noexcept {
+void release_reference(PyObject* obj) {
   if (obj == nullptr) return;
   run_holding_gil([&] { Py_DECREF(obj); });  // leaks when no interpreter can take it
 }
 
-void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept {
+void call_versioned_deleter(DLManagedTensorVersioned* m) {
   if (m == nullptr || m->deleter == nullptr) return;
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
@@ -226,7 +239,7 @@ void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept {
   PyErr_Restore(type, value, tb);
 }
 
-void call_legacy_deleter(DLManagedTensor* m) noexcept {
+void call_legacy_deleter(DLManagedTensor* m) {
   if (m == nullptr || m->deleter == nullptr) return;
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);

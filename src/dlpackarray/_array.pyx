@@ -48,6 +48,9 @@ cdef frozenset _NUMPY_NATIVE_NAMES = frozenset([
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128"])
 
+cdef type _ARRAY_TYPE = _array_module.array
+cdef type _MMAP_TYPE = _mmap_module.mmap
+
 cdef tuple _DLPACK_INFO = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 
 
@@ -117,6 +120,26 @@ cdef void _reset_placeholder(DLPackArray self) noexcept:
     self._view.device.device_id = 0
     self._view.readonly = False
     self._view.ready_stream = NULL
+
+
+cdef inline bint _is_inert_source(object obj) noexcept:
+    """Whether importing ``obj`` runs no Python code of its own (no attribute
+    lookups, no Python-level buffer exporter): _BUFFER_ONLY_TYPES, exact
+    DLPackArray and capsules.  Pointer comparisons: this is on every
+    construction's path."""
+    cdef type t = type(obj)
+    return (t is bytearray or t is bytes or t is memoryview or t is DLPackArray
+            or t is _ARRAY_TYPE or t is _MMAP_TYPE or PyCapsule_CheckExact(obj))
+
+
+cdef inline void _drop_caches(DLPackArray self) noexcept:
+    """Forgets the values cached from the descriptor; only while no buffer
+    export points at the stride array."""
+    self._shape = None
+    self._strides = None
+    if self._byte_strides != NULL:
+        PyMem_Free(self._byte_strides)
+        self._byte_strides = NULL
 
 
 cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, object device,
@@ -318,18 +341,33 @@ cdef class DLPackArray:
             raise BufferError("cannot initialise a DLPackArray while a buffer of it is exported")
         # Properties or a buffer export may already have cached the placeholder
         # view of a bare DLPackArray.__new__() instance; they must not outlive it.
-        self._shape = None
-        self._strides = None
-        if self._byte_strides != NULL:
-            PyMem_Free(self._byte_strides)
-            self._byte_strides = NULL
-        try:
-            _import_into(self, obj, copy, device, False)
-        except BaseException:
-            # A failed import may have written half a descriptor pointing at
-            # memory that is already released: never let it be exported.
-            _reset_placeholder(self)
-            raise
+        _drop_caches(self)
+        if device is None and _is_inert_source(obj):
+            # No code of the source's can run during these imports, so they
+            # may fill self directly.
+            try:
+                _import_into(self, obj, copy, None, False)
+            except BaseException:
+                # A failed import may have written half a descriptor pointing
+                # at memory that is already released: never let it be exported.
+                _reset_placeholder(self)
+                raise
+            return
+        # Otherwise the import fills a fresh instance: the source's own code
+        # (properties, __index__, __array__, __dlpack__, __dlpack_device__)
+        # runs during it and may read, export or even initialise this very
+        # array, which must stay a consistent placeholder until then.
+        cdef DLPackArray fresh = DLPackArray.__new__(DLPackArray)
+        _import_into(fresh, obj, copy, device, False)
+        if self.owner is not None or self._exports:
+            raise BufferError(
+                "the source initialised or exported this DLPackArray while it was being "
+                "initialised")
+        # Re-entrant reads and released exports may have cached the
+        # placeholder again; no export is live, so the stride array is unused.
+        _drop_caches(self)
+        self._view = fresh._view
+        self.owner = fresh.owner
 
     def __dealloc__(self):
         if self._byte_strides != NULL:

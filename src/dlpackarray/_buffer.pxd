@@ -1,22 +1,27 @@
 # cython: language_level=3
 from cpython.buffer cimport Py_buffer
+from cpython.object cimport PyObject
 from dlpackarray.core cimport TensorView
 
 
-cimport cython
-
-
-# no_gc_clear: the collector may traverse `source` (so cycles through the
-# exporter are found) but must never clear it, because the buffer still has
-# to be released on the live exporter in __dealloc__.
-@cython.no_gc_clear
+# no_gc_clear (the decorator is on the class in _buffer.pyx, where Cython
+# honours it): the buffer still has to be released on a live, intact
+# exporter in __dealloc__.  The collector sees the exporter (through
+# `source`) only for exporters whose own clearing cannot disturb the buffer;
+# see _collector_may_see in _buffer.pyx.
 cdef class BufferOwner:
     """Holds a PEP 3118 Py_buffer; released when the last user is gone."""
+    # Cython's tp_traverse visits buf.obj, so it is None while the buffer is
+    # held; the reference Py_buffer.obj took lives in `source` or `hidden`
+    # and goes back to buf.obj for PyBuffer_Release in __dealloc__.
     cdef Py_buffer buf
     cdef bint acquired
-    # The exporter.  The reference Py_buffer.obj took is moved here (obj is
-    # set to NULL) so the garbage collector can see it.
+    # The exporter when the collector may see it (so that cycles through it
+    # are collected), else None.
     cdef object source
+    # The exporter when the collector must not see it: an owned reference
+    # that tp_traverse does not visit.  NULL otherwise.
+    cdef PyObject* hidden
 
 
 cdef BufferOwner acquire_buffer(object obj, int flags)

@@ -1,11 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """PEP 3118 buffer protocol: import a Py_buffer as a view, export a view."""
+cimport cython
 from cpython.buffer cimport (
     PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
     PyBUF_ND, PyBUF_RECORDS_RO, PyBUF_STRIDES, PyBUF_WRITABLE, PyBuffer_Release,
     PyObject_GetBuffer, Py_buffer,
 )
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.type cimport PyType_IsSubtype
 from libc.stdint cimport int64_t
+import array as _array_module
+import mmap as _mmap_module
 
 from dlpackarray.abi cimport kDLCPU
 from dlpackarray.core cimport (
@@ -15,24 +21,139 @@ from dlpackarray.core cimport (
 )
 
 
+cdef extern from "Python.h":
+    # Views of CPython structs with just the fields read here (function
+    # pointers are only compared, so their signatures are left opaque).
+    ctypedef void* _inquiry "inquiry"
+    ctypedef void* _getbufferproc "getbufferproc"
+    ctypedef void* _releasebufferproc "releasebufferproc"
+    ctypedef struct _BufferProcs "PyBufferProcs":
+        _getbufferproc bf_getbuffer
+        _releasebufferproc bf_releasebuffer
+    ctypedef struct _TypeSlots "PyTypeObject":
+        _inquiry tp_clear
+        _BufferProcs* tp_as_buffer
+        _TypeSlots* tp_base
+    ctypedef struct _RawBuffer "Py_buffer":
+        PyObject* obj
+    bint PyObject_IS_GC(object obj)
+
+
+# Whether the collector may see (traverse) the exporter a BufferOwner holds a
+# Py_buffer on.  Seeing it lets cycles through the exporter be collected, but
+# everything in an unreachable cycle, and everything reachable only from it,
+# gets its tp_clear called while the BufferOwner (no_gc_clear) still holds
+# the export; __dealloc__ then releases the buffer on the cleared exporter.
+# That is safe only if clearing cannot free or unhook the exported memory or
+# the state bf_releasebuffer uses.  Per exporter type:
+# - memoryview (of anything: bytearray, NumPy arrays, slices and casts of
+#   either): tp_clear drops its managed buffer although exports are live
+#   ("memoryview has 1 exported buffer"), freeing the memory, and releasing
+#   the cleared view later dereferences NULL.  Unsafe.
+# - ctypes instances: tp_clear drops b_base and b_objects, which hold the
+#   memory of from_buffer() objects and of sub-objects.  Unsafe.
+# - Python classes with __buffer__ (3.12+): Py_buffer.obj is CPython's
+#   wrapper, which holds the memoryview __buffer__ returned: as memoryview.
+# - DLPackArray (from_buffer of one): tp_clear drops its owner.  Unsafe.
+# - NumPy arrays are not tracked by the collector at all, so traversing them
+#   would change nothing; arrays, views and their bases are safe either way.
+#   (Pillow images come through __array_interface__ with a bytes copy.)
+# - bytes, bytearray, array.array, mmap.mmap own their memory and free it only
+#   when deallocated (which our reference prevents); they have no tp_clear.
+#   Python subclasses of them are cleared by CPython's subtype_clear, which
+#   empties __dict__ and __slots__ only, and export the base's buffer unless
+#   they override __buffer__/__release_buffer__.  Safe: these are the
+#   exporters whose cycles are collected.
+# Anything else (third-party types, C subclasses with their own tp_clear) is
+# not traversed: a cycle through it leaks rather than risking a crash.
+cdef tuple _clear_safe_bases():
+    cdef list bases = []
+    for t in (bytes, bytearray, _array_module.array, _mmap_module.mmap):
+        # Re-checked at import, so a Python version that gives one of them a
+        # tp_clear turns traversal of it off instead of reintroducing the crash.
+        if (<_TypeSlots*>t).tp_clear == NULL and (<_TypeSlots*>t).tp_as_buffer != NULL:
+            bases.append(t)
+    return tuple(bases)
+
+
+cdef tuple _CLEAR_SAFE_BASES = _clear_safe_bases()
+
+
+class _PlainSubclass(bytearray):
+    pass
+
+
+# The tp_clear CPython gives classes defined in Python (subtype_clear).
+cdef _inquiry _SUBTYPE_CLEAR = (<_TypeSlots*>_PlainSubclass).tp_clear
+
+
+cdef bint _collector_may_see(object exporter):
+    """Whether clearing ``exporter`` in a collected cycle leaves a buffer
+    exported from it intact (see the table above)."""
+    cdef type tp = type(exporter)
+    cdef _TypeSlots* t = <_TypeSlots*>tp
+    cdef _TypeSlots* base
+    if not PyObject_IS_GC(exporter):
+        # The collector ignores it either way (exact bytes, bytearray, NumPy
+        # arrays): the common case returns here.
+        return False
+    for b in _CLEAR_SAFE_BASES:
+        # The real type, not isinstance(), which a __class__ attribute can fool.
+        if PyType_IsSubtype(tp, b):
+            base = <_TypeSlots*>b
+            if (t.tp_as_buffer == NULL
+                    or t.tp_as_buffer.bf_getbuffer != base.tp_as_buffer.bf_getbuffer
+                    or t.tp_as_buffer.bf_releasebuffer != base.tp_as_buffer.bf_releasebuffer):
+                return False
+            # Every class between the type and the base must be a Python class.
+            while t != base:
+                if t == NULL or t.tp_clear != _SUBTYPE_CLEAR:
+                    return False
+                t = t.tp_base
+            return True
+    return False
+
+
+cdef inline int _take_exporter(BufferOwner owner) except -1:
+    """Records a freshly filled ``owner.buf``: moves the exporter reference
+    out of ``buf.obj`` into ``source`` or ``hidden``."""
+    owner.acquired = True
+    cdef PyObject* exporter = (<_RawBuffer*>&owner.buf).obj
+    if exporter == NULL:
+        return 0
+    if _collector_may_see(<object>exporter):
+        owner.source = <object>exporter
+    else:
+        Py_INCREF(<object>exporter)
+        owner.hidden = exporter
+    owner.buf.obj = None  # drops the reference the Py_buffer held
+    return 0
+
+
+# no_gc_clear must be given here: on the .pxd declaration Cython ignores it
+# and generates a tp_clear that drops the exporter (then __dealloc__ crashes).
+@cython.no_gc_clear
 cdef class BufferOwner:
     def __dealloc__(self):
         if self.acquired:
             self.acquired = False
             # Hand the exporter's reference back to the Py_buffer: releasing
             # calls its bf_releasebuffer and drops that reference.
-            self.buf.obj = self.source
+            if self.source is not None:
+                self.buf.obj = self.source
+            elif self.hidden != NULL:
+                self.buf.obj = <object>self.hidden
+                Py_DECREF(<object>self.hidden)
+                self.hidden = NULL
             PyBuffer_Release(&self.buf)
 
 
 cdef BufferOwner acquire_buffer(object obj, int flags):
     """``PyObject_GetBuffer(obj, flags)`` into a new owner, following the
-    owner's reference protocol (exporter moved to ``source``)."""
+    owner's reference protocol (see ``BufferOwner.source``)."""
     cdef BufferOwner owner = BufferOwner.__new__(BufferOwner)
     PyObject_GetBuffer(obj, &owner.buf, flags)
-    owner.acquired = True
-    owner.source = owner.buf.obj
-    owner.buf.obj = None
+    _take_exporter(owner)
     return owner
 
 
@@ -52,11 +173,7 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     # RECORDS_RO: exporters report writability in `readonly`, so writable and
     # read-only sources (bytes, read-only mmap) take one call.
     PyObject_GetBuffer(obj, &owner.buf, PyBUF_RECORDS_RO)
-    owner.acquired = True
-    # Py_buffer.obj is an owned reference (Cython refcounts the field): move
-    # it to `source`, leaving None in its place until __dealloc__.
-    owner.source = owner.buf.obj
-    owner.buf.obj = None
+    _take_exporter(owner)
     cdef Py_buffer* b = &owner.buf
     cdef int i
     if b.suboffsets != NULL:

@@ -31,7 +31,13 @@ DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t fl
 // Drops a strong reference from any thread: takes the GIL when needed, keeps
 // an in-flight exception intact, and leaks instead of touching an
 // interpreter that is finalizing or gone.
-void release_reference(PyObject* obj) noexcept;
+//
+// This and the functions below that run deleters are deliberately not
+// noexcept: a thread that waits for the GIL when the interpreter starts
+// finalizing is ended by CPython with pthread_exit, a forced unwind, and an
+// unwind that reaches a noexcept frame aborts the process (std::terminate).
+// They neither throw nor catch anything themselves.
+void release_reference(PyObject* obj);
 
 // Makes a consumed capsule (already renamed to "used_dltensor[_versioned]")
 // the owner of its tensor: its destructor is replaced by one that calls the
@@ -41,11 +47,11 @@ int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept;
 
 // Undoes an adoption when the import fails afterwards: the tensor's deleter
 // runs now, and the capsule (still "used") no longer owns anything.
-void release_adopted_capsule(PyObject* capsule) noexcept;
+void release_adopted_capsule(PyObject* capsule);
 
 // Calls the deleter of a consumed managed tensor (may be NULL), preserving an
 // in-flight exception.
-void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept;
-void call_legacy_deleter(DLManagedTensor* m) noexcept;
+void call_versioned_deleter(DLManagedTensorVersioned* m);
+void call_legacy_deleter(DLManagedTensor* m);
 
 }  // namespace dla::py
