@@ -101,9 +101,8 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
 cdef void release_adopted(object capsule) noexcept:
     """Undoes view_from_capsule's adoption when the import fails later.
 
-    Lives here, beside the adoption, because each extension module links its
-    own copy of the C++ shim: only this module's copy recognises the
-    destructor it installed.
+    Any module may call release_adopted_capsule directly: the shim is linked
+    once (libdlpackarray_core), so every module recognises the destructor.
     """
     release_adopted_capsule(capsule)
 
