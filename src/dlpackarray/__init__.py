@@ -10,10 +10,16 @@ from __future__ import annotations
 import os
 
 from dlpackarray._array import DLPackArray, from_dlpack
+
+# The C API table (``import_dlpackarray()`` loads it as dlpackarray._C_API);
+# importing _capi also gives DLPackArray its __dlpack_c_exchange_api__.
+from dlpackarray._capi import _C_API as _C_API  # isort: skip
+from dlpackarray._capi import C_API_VERSION  # isort: skip
 from dlpackarray._common import DType
 from dlpackarray._devices import DLDeviceType
 
 __all__ = [
+    "C_API_VERSION",
     "DLDeviceType",
     "DLPackArray",
     "DType",

@@ -30,6 +30,8 @@ from dlpackarray._array_interface cimport (
     view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
 )
 from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
+from dlpackarray.abi cimport DLPackExchangeAPI
+from dlpackarray._exchange cimport exchange_api_of, view_from_exchange
 
 from dlpackarray._devices import DLDeviceType
 
@@ -129,6 +131,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence."""
     cdef DLPackArray other
+    cdef const DLPackExchangeAPI* api
     cdef bint copied = False
     cdef type t = type(obj)
     _check_copy_arg(copy)
@@ -143,6 +146,16 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     if not dlpack_only and t in _BUFFER_ONLY_TYPES:
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
+    # DLPack C exchange API (type.__dlpack_c_exchange_api__): the producer's
+    # table exports without a Python-level __dlpack__ call.  It takes no
+    # copy/device arguments, so the consumer-side rules apply afterwards;
+    # None means "use __dlpack__" (device data, producer refusal).
+    api = exchange_api_of(t)
+    if api != NULL:
+        owner = view_from_exchange(api, obj, &self._view, &copied)
+        if owner is not None:
+            self.owner = owner
+            return _finish_capsule_import(self, owner, copy, device, copied)
     if _type_has(t, "__dlpack__"):
         dl_device = None
         if device is not None:
@@ -623,4 +636,11 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     _import_into(a, x, copy, device, True)
+    return a
+
+
+cdef DLPackArray new_from_object(object obj, object copy, object device):
+    """``DLPackArray(obj, copy=copy, device=device)`` without the Python call."""
+    cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    _import_into(a, obj, copy, device, False)
     return a

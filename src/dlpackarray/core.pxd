@@ -79,6 +79,8 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                     PyObject* owner) except NULL
     int adopt_consumed_capsule(object capsule, cbool versioned) except -1
+    object adopt_managed_versioned(DLManagedTensorVersioned* m)
+    object adopt_managed_legacy(DLManagedTensor* m)
     void release_adopted_capsule(object capsule) noexcept
     void release_reference(PyObject* obj) noexcept
     void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept
