@@ -102,7 +102,10 @@ cdef DLPackArray _allocate(DLTensor* prototype):
     v.device = prototype.device
     check_dtype_supported(v.dtype)
     set_c_strides(v)
-    extent = validate(v)  # overflow-checked byte count of the dense layout
+    # The overflow-checked byte count of the dense layout; validate() refuses a
+    # NULL address for a non-empty view, and the extent does not depend on it.
+    v.data = <void*>&extent
+    extent = validate(v)
     cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
     owner.ptr = aligned_allocate(extent.hi - extent.lo)
     owner.nbytes = extent.hi - extent.lo
