@@ -67,7 +67,7 @@ def _build_cython(build_dir, name, cplus):
     _run([*cython, *(["--cplus"] if cplus else []), "-o", src, f"{name}.pyx"], build_dir)
     out = build_dir / f"{name}{SUFFIX}"
     cc = _compiler("c++" if cplus else "c")
-    std = ["-std=c++17"] if cplus else ["-std=c99"]
+    std = ["-std=c++17"] if cplus else ["-std=gnu11"]
     _run(
         [cc, *std, "-shared", "-fPIC", "-O1", f"-I{PY_INCLUDE}", f"-I{build_dir / 'include'}"]
         + [str(src), "-o", str(out)],
