@@ -239,7 +239,7 @@ def test_null_data_with_elements():
 
 def test_strides_not_multiple_of_itemsize():
     a = np.zeros(4, dtype=[("a", "<i4"), ("b", "u1")])  # packed: stride 5
-    with pytest.raises(BufferError, match="stride 5 bytes in dimension 0, not a multiple"):
+    with pytest.raises(BufferError, match="stride of 5 bytes in dimension 0, not a multiple"):
         DLPackArray(memoryview(a["a"]))
 
 
@@ -265,7 +265,7 @@ def test_copy_allocation_failure_is_memory_error():
 
 def test_copy_of_device_memory_refused():
     x, _ = consume(shape=(4,), strides=(1,), device=(dc.KDL_CUDA, 0))
-    with pytest.raises(BufferError, match=r"cannot copy data on device \(<DLDeviceType.CUDA: 2>"):
+    with pytest.raises(BufferError, match=r"cannot copy: the data is on device CUDA:0"):
         x.copy()
 
 

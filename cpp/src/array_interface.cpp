@@ -5,6 +5,7 @@
 
 #include "dlpackarray/dtype.hpp"
 #include "dlpackarray/errors.hpp"
+#include "dlpackarray/rules.hpp"
 
 namespace dla {
 
@@ -22,23 +23,6 @@ int64_t element_alignment(DLDataType dt) {
 }
 
 }  // namespace
-
-void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides, const char* source) {
-  if (byte_strides == nullptr) {
-    set_c_strides(out);
-    return;
-  }
-  const int64_t itemsize = dtype_itemsize(out.dtype);
-  for (int32_t i = 0; i < out.ndim; ++i) {
-    if (byte_strides[i] % itemsize != 0) {
-      fail(ErrorKind::Buffer, std::string(source) + " has a stride of " +
-                                  std::to_string(byte_strides[i]) + " bytes in dimension " +
-                                  std::to_string(i) + ", not a multiple of the item size " +
-                                  std::to_string(itemsize) + "; DLPack strides count elements");
-    }
-    out.strides[i] = byte_strides[i] / itemsize;
-  }
-}
 
 void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out) {
   if (s.two != 2) {

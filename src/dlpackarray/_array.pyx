@@ -12,14 +12,14 @@ from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport int64_t, uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
+    DLDataType, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
-    TensorView, device_is_host_accessible, dtype_itemsize, is_c_contiguous, is_f_contiguous,
-    view_size,
+    CopyMode, TensorView, dtype_itemsize, is_c_contiguous, is_f_contiguous, kConsumer,
+    resolve_device_request, view_size,
 )
 from dlpackarray._common cimport (
-    copy_to_heap, device_tuple, dtype_object, parse_device, parse_dtype,
+    copy_to_heap, device_tuple, dtype_object, parse_copy, parse_device, parse_dtype,
 )
 from dlpackarray._buffer cimport fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
@@ -68,29 +68,17 @@ cdef DLPackArray wrap_view(const TensorView* v, object owner):
 
 
 cdef int _check_copy_arg(object copy) except -1:
-    if copy is not None and copy is not True and copy is not False:
-        raise TypeError(f"copy must be None, True or False, got {copy!r}")
+    parse_copy(copy)
     return 0
 
 
 cdef int _finish_import(DLPackArray self, object copy, object device, bint copied) except -1:
     """Applies the ``device`` and ``copy`` requests to a freshly imported view."""
-    cdef DLDevice target
     cdef TensorView result
     if device is not None:
-        target = parse_device(device)
-        if (target.device_type != self._view.device.device_type
-                or target.device_id != self._view.device.device_id):
-            if target.device_type == kDLCPU and device_is_host_accessible(self._view.device):
-                self._view.device = target
-            elif copy is False:
-                raise ValueError(
-                    f"data on device {device_tuple(self._view.device)} cannot reach device "
-                    f"{device_tuple(target)} without a copy, and copy=False was given")
-            else:
-                raise BufferError(
-                    f"cannot move data from device {device_tuple(self._view.device)} to "
-                    f"{device_tuple(target)}: dlpackarray copies between host memory only")
+        # The device rule (rules.hpp), shared with the producer side.
+        self._view.device = resolve_device_request(
+            self._view.device, parse_device(device), <CopyMode>parse_copy(copy), kConsumer)
     if copy is True and not copied:
         self.owner = copy_to_heap(&self._view, &result)
         self._view = result

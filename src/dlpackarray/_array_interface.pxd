@@ -26,8 +26,6 @@ cdef extern from "dlpackarray/array_interface.hpp" namespace "dla" nogil:
 
     void view_from_array_struct(const ArrayInterfaceStruct& s,
                                 TensorView* out) except +raise_py_error
-    void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides,
-                                const char* source) except +raise_py_error
     int array_struct_flags(const TensorView& v) except +raise_py_error
     ArrayInterfaceStruct* new_array_struct(const TensorView& v) except +raise_py_error
     void free_array_struct(ArrayInterfaceStruct* s)

@@ -9,7 +9,8 @@ from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport kDLCPU
 from dlpackarray.core cimport (
-    TensorView, device_is_host_accessible, dtype_from_pep3118, dtype_itemsize, dtype_name,
+    TensorView, dtype_from_pep3118, dtype_itemsize, dtype_name, require_host_memory,
+    set_strides_from_bytes,
     is_c_contiguous, is_f_contiguous, kMaxNdim, pep3118_from_dtype, validate,
     validate_within, view_size,
 )
@@ -68,26 +69,20 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     out.readonly = b.readonly != 0
     out.ready_stream = NULL
     cdef int64_t itemsize = b.itemsize
-    cdef int64_t expected = itemsize
     cdef bint contiguous = True
     if b.ndim == 1 and b.shape == NULL:
         out.shape[0] = b.len // itemsize
     else:
         for i in range(b.ndim):
             out.shape[i] = b.shape[i]
+    cdef int64_t byte_strides[64]  # kMaxNdim, checked above
     if b.strides == NULL:
-        expected = 1
-        for i in range(b.ndim - 1, -1, -1):
-            out.strides[i] = expected
-            expected *= out.shape[i]
+        set_strides_from_bytes(out[0], NULL, NULL)
     else:
-        for i in range(b.ndim - 1, -1, -1):
-            if b.strides[i] % itemsize != 0:
-                raise BufferError(
-                    f"{type(obj).__name__} exports stride {b.strides[i]} bytes in dimension "
-                    f"{i}, not a multiple of the item size {itemsize}; DLPack strides count "
-                    "elements")
-            out.strides[i] = b.strides[i] // itemsize
+        for i in range(b.ndim):
+            byte_strides[i] = b.strides[i]
+        set_strides_from_bytes(out[0], byte_strides,
+                               f"the buffer of a '{type(obj).__name__}'".encode())
         contiguous = is_c_contiguous(out[0])
     # Py_buffer.len is the logical size, which equals the memory span only for
     # contiguous buffers: only then can the extent be checked against it.
@@ -103,10 +98,7 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
     """Fills ``buf`` for ``__getbuffer__``; ``byte_strides`` holds v's strides in bytes."""
     if (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE and v.readonly:
         raise BufferError("a writable buffer was requested but the array is read-only")
-    if not device_is_host_accessible(v.device):
-        raise BufferError(
-            "the buffer protocol can only export host memory; this array lives on "
-            f"device type {<int>v.device.device_type}")
+    require_host_memory(v.device, b"export the data through the buffer protocol")
     cdef const char* fmt = pep3118_from_dtype(v.dtype)
     cdef bint simple = (flags & PyBUF_ND) != PyBUF_ND
     cdef bint c_contig = is_c_contiguous(v[0])

@@ -14,11 +14,11 @@ from dlpackarray.abi cimport (
     kDLPackMinorVersion, kDLROCM, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
-    TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
-    device_is_host_accessible, new_legacy_capsule, new_versioned_capsule, release_adopted_capsule,
-    validate, view_from_dltensor,
+    CopyMode, TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
+    device_is_host_accessible, kProducer, new_legacy_capsule, new_versioned_capsule,
+    release_adopted_capsule, resolve_device_request, validate, view_from_dltensor,
 )
-from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
+from dlpackarray._common cimport copy_to_heap, parse_copy, parse_device
 
 # What a consumer asks producers for: the newest version we understand.
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
@@ -193,17 +193,12 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
     cdef TensorView copied
     cdef TensorView on_host
     cdef DLDevice target
-    if copy is not None and copy is not True and copy is not False:
-        raise TypeError(f"copy must be None, True or False, got {copy!r}")
+    cdef CopyMode mode = <CopyMode>parse_copy(copy)
     _check_stream(v, stream)
     if dl_device is not None:
-        target = parse_device(dl_device)
+        # The device rule (rules.hpp), shared with the consumer side.
+        target = resolve_device_request(v.device, parse_device(dl_device), mode, kProducer)
         if target.device_type != v.device.device_type or target.device_id != v.device.device_id:
-            if not (target.device_type == kDLCPU and target.device_id == 0
-                    and device_is_host_accessible(v.device)):
-                raise BufferError(
-                    f"cannot export data on device {device_tuple(v.device)} to device "
-                    f"{device_tuple(target)}: dlpackarray copies between host memory only")
             # Host-accessible memory (pinned/managed) is readable as CPU data
             # without a copy; the consumer asked to see it as CPU memory.
             on_host = v[0]

@@ -49,6 +49,24 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     cbool device_is_host_accessible(DLDevice d)
 
 
+cdef extern from "dlpackarray/rules.hpp" namespace "dla" nogil:
+    # The shared request rules (rules.hpp): use these, never a local copy.
+    ctypedef enum CopyMode "dla::CopyMode":
+        kCopyIfNeeded "dla::CopyMode::kIfNeeded"
+        kCopyNever "dla::CopyMode::kNever"
+        kCopyAlways "dla::CopyMode::kAlways"
+    ctypedef enum Side "dla::Side":
+        kConsumer "dla::Side::kConsumer"
+        kProducer "dla::Side::kProducer"
+
+    string device_text(DLDevice d) except +raise_py_error
+    void require_host_memory(DLDevice d, const char* action) except +raise_py_error
+    DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy,
+                                    Side side) except +raise_py_error
+    void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides,
+                                const char* source) except +raise_py_error
+
+
 cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
     cbool dtype_equal(DLDataType a, DLDataType b)
     int64_t dtype_itemsize(DLDataType dt) except +raise_py_error

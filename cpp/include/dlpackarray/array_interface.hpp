@@ -39,10 +39,6 @@ inline constexpr int kArrHasDescr = 0x0800;
 // OverflowError naming the bad field.
 void view_from_array_struct(const ArrayInterfaceStruct& s, TensorView* out);
 
-// Sets out.strides from strides in bytes (NULL: C-contiguous), checking that
-// each is a whole number of items.  `ndim`, `shape` and `dtype` must be set.
-void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides, const char* source);
-
 // NPY_ARRAY_* flags describing v (contiguity, alignment, writability).
 int array_struct_flags(const TensorView& v);
 
