@@ -42,7 +42,8 @@ MAX_NDIM = 64
 def get_include() -> str:
     """Return the folder holding dlpackarray's C/C++ headers.
 
-    The headers live in ``<folder>/dlpackarray/*.hpp``; ``.pxd`` files for
-    ``cimport dlpackarray`` ship beside the Python modules.
+    The public C API header is ``<folder>/dlpackarray/dlpackarray.h`` (valid C
+    and C++); ``.pxd`` files for ``cimport dlpackarray`` ship beside the Python
+    modules.  The ``*.hpp`` headers describe the internal C++ core.
     """
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
