@@ -39,8 +39,8 @@ bool same_device(DLDevice a, DLDevice b) {
 
 std::string device_text(DLDevice d) {
   const char* name = device_name(d.device_type);
-  const std::string type = name != nullptr ? std::string(name)
-                                           : "device type " + std::to_string(int(d.device_type));
+  const std::string type =
+      name != nullptr ? std::string(name) : "device type " + std::to_string(int(d.device_type));
   return type + ":" + std::to_string(d.device_id);
 }
 
@@ -57,7 +57,8 @@ DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy, Sid
   if (same_device(want, cpu) && device_is_host_accessible(have)) return cpu;
   if (side == Side::kProducer) {
     fail(ErrorKind::Buffer, "cannot export data on device " + device_text(have) + " to device " +
-                                device_text(want) + ": dlpackarray copies between host memory only");
+                                device_text(want) +
+                                ": dlpackarray copies between host memory only");
   }
   if (copy == CopyMode::kNever) {
     fail(ErrorKind::Value, "data on device " + device_text(have) + " cannot reach device " +

@@ -1,4 +1,8 @@
 # cython: language_level=3
+# Internal: the package's own modules use this; other projects use the C API
+# (``cimport dlpackarray``, dlpackarray.h), whose ABI is versioned.  These
+# symbols live in libdlpackarray_core.so, which is not meant to be linked
+# from outside the package.
 # Declarations of the C++ core (cpp/include/dlpackarray).  Every call that can
 # fail is declared ``except +raise_py_error``: the single place where C++
 # errors become Python exceptions (python_shim.cpp).
