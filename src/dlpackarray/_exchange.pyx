@@ -62,7 +62,14 @@ cdef extern from *:
        its bases is modified, so (type, tag) identifies one state of a type:
        a cached answer is valid exactly while both match. */
     static inline unsigned int dla_type_version(PyTypeObject* t) { return t->tp_version_tag; }
+    /* Without a GIL nothing serialises the cache: look the table up each time. */
+    #ifdef Py_GIL_DISABLED
+    #define DLA_CACHE_TYPES 0
+    #else
+    #define DLA_CACHE_TYPES 1
+    #endif
     """
+    const bint DLA_CACHE_TYPES
     unsigned int dla_type_version(PyTypeObject* t)
     PyObject* _PyType_Lookup(PyTypeObject* t, PyObject* name)
 
@@ -110,6 +117,8 @@ cdef const DLPackExchangeAPI* exchange_api_of(type t) except? NULL:
     cdef PyTypeObject* tp = <PyTypeObject*>t
     cdef size_t slot = (<uintptr_t>tp >> 4) % _CACHE_SIZE
     cdef unsigned int version = dla_type_version(tp)
+    if not DLA_CACHE_TYPES:
+        return _lookup(tp)
     if _cache_type[slot] == tp and _cache_version[slot] == version and version != 0:
         return _cache_api[slot]
     cdef const DLPackExchangeAPI* api = _lookup(tp)
