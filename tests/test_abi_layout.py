@@ -124,3 +124,72 @@ def test_python_constants_match_header(official_header):
     assert {m.name for m in DLDeviceType} == set(python_names)
     for member in DLDeviceType:
         assert int(enum_values[python_names[member.name]]) == member.value, member
+
+
+# -- the C header, dlpackarray/dlpackarray.h ---------------------------------------------------
+
+C_DUMP = HERE / "abi" / "c_layout_dump.c"
+C_ORDERS = HERE / "abi" / "c_header_orders.c"
+PY_INCLUDE = sysconfig.get_paths()["include"]
+
+
+def _compiler(lang):
+    names = ("gcc", "cc", "clang") if lang == "c" else ("g++", "c++", "clang++")
+    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    if found is None:
+        pytest.skip(f"NO {lang.upper()} COMPILER FOUND: cannot check dlpackarray.h")
+    return found
+
+
+def _lang_flags(lang):
+    # The source is C; as C++ it is compiled with -x c++ (C++17, like the core).
+    return ["-std=gnu11"] if lang == "c" else ["-x", "c++", "-std=c++17"]
+
+
+def _dump(tmp_path, lang, official_header=None):
+    exe = tmp_path / f"dump_{lang}_{'official' if official_header else 'ours'}"
+    cmd = [_compiler(lang), *_lang_flags(lang), "-Wall", "-Werror", f"-I{OUR_INCLUDE}"]
+    if official_header is not None:
+        cmd += ["-DDLA_USE_OFFICIAL", f"-I{official_header.parent.parent}"]
+    else:
+        cmd += [f"-I{PY_INCLUDE}"]
+    r = subprocess.run(
+        [*cmd, str(C_DUMP), "-o", str(exe)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
+    return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("lang", ["c", "c++"])
+def test_c_header_layout_matches_official_header(official_header, tmp_path, lang):
+    """Every size, alignment, offset and constant of the DLPack declarations in
+    dlpackarray.h equals the official header's, compiled as C and as C++."""
+    ours = _dump(tmp_path, lang)
+    theirs = _dump(tmp_path, lang, official_header)
+    assert "DLTensor.byte_offset offset=40 size=8" in ours and "current_work_stream" in ours
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("lang", ["c", "c++"])
+@pytest.mark.parametrize("official_first", [True, False])
+def test_c_header_coexists_with_official_header(official_header, lang, official_first):
+    cmd = [_compiler(lang), *_lang_flags(lang), "-fsyntax-only", "-Wall", "-Wextra", "-Werror"]
+    cmd += [f"-I{OUR_INCLUDE}", f"-I{official_header.parent.parent}", f"-I{PY_INCLUDE}"]
+    if official_first:
+        cmd.append("-DDLA_OFFICIAL_FIRST")
+    r = subprocess.run([*cmd, str(C_ORDERS)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
+
+
+def test_c_header_refuses_an_older_official_header(tmp_path):
+    old = tmp_path / "dlpack"
+    old.mkdir()
+    (old / "dlpack.h").write_text(
+        "#ifndef DLPACK_DLPACK_H_\n#define DLPACK_DLPACK_H_\n"
+        "#define DLPACK_MAJOR_VERSION 1\n#define DLPACK_MINOR_VERSION 1\n#endif\n"
+    )
+    src = tmp_path / "old.c"
+    src.write_text('#include <dlpack/dlpack.h>\n#include "dlpackarray/dlpackarray.h"\n')
+    cmd = [_compiler("c"), "-std=gnu11", "-fsyntax-only", f"-I{tmp_path}", f"-I{OUR_INCLUDE}"]
+    r = subprocess.run([*cmd, f"-I{PY_INCLUDE}", str(src)], capture_output=True, text=True)
+    assert r.returncode != 0 and "needs DLPack 1.x with x >= 3" in r.stderr

@@ -18,13 +18,16 @@ CONSUMER = """
 # cython: language_level=3
 # distutils: language = c++
 cimport dlpackarray
-from dlpackarray cimport DLPackArray, DLTensor, kDLPackMajorVersion
+from dlpackarray cimport DLPACK_MAJOR_VERSION, DLPackArray, DLTensor
+
+dlpackarray.import_dlpackarray()
 
 
 def describe(DLPackArray a):
+    # Public accessor: DLPackArray's C++ layout is not part of the API.
     cdef DLTensor t
-    t.ndim = a._view.ndim
-    return (kDLPackMajorVersion, t.ndim, a._view.shape[0], a._view.dtype.bits)
+    dlpackarray.DLPackArray_GetDLTensor(a, &t, NULL)
+    return (DLPACK_MAJOR_VERSION, t.ndim, t.shape[0], t.dtype.bits)
 
 
 def is_array(obj):
@@ -71,5 +74,5 @@ def test_cython_consumer_compiles_and_runs(tmp_path):
 
 def test_get_include_holds_the_public_headers():
     inc = dlpackarray.get_include()
-    for name in ("dlpack_abi.hpp", "tensor_view.hpp", "dtype.hpp", "errors.hpp"):
+    for name in ("dlpackarray.h", "dlpack_abi.hpp", "tensor_view.hpp", "dtype.hpp", "errors.hpp"):
         assert os.path.isfile(os.path.join(inc, "dlpackarray", name)), name

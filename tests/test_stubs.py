@@ -32,6 +32,8 @@ STUBS = {
     "dlpackarray._common": "_common.pyi",
     "dlpackarray._buffer": "_buffer.pyi",
     "dlpackarray._dlpack": "_dlpack.pyi",
+    "dlpackarray._exchange": "_exchange.pyi",
+    "dlpackarray._capi": "_capi.pyi",
 }
 
 #: Members Cython generates on its own: object creation, pickling support, and the
@@ -52,9 +54,13 @@ class StubFunc:
     kind: str  # "method", "property", "staticmethod", "classmethod"
 
 
+#: Stub entry of a ``ClassVar`` attribute (a value stored on the class, not a property).
+CLASS_ATTRIBUTE = "class attribute"
+
+
 @dataclass
 class StubClass:
-    members: dict[str, StubFunc | None] = field(default_factory=dict)  # None: attribute
+    members: dict[str, StubFunc | str | None] = field(default_factory=dict)  # None: property
 
 
 def _decorators(node: ast.FunctionDef) -> set[str]:
@@ -100,7 +106,14 @@ def parse_stub(module: str) -> tuple[dict[str, object], list[str] | None]:
                 if isinstance(item, ast.FunctionDef):
                     cls.members[item.name] = StubFunc(item, _kind(item))
                 elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                    cls.members[item.target.id] = None
+                    # ``x: ClassVar[T]`` is a plain class attribute; any other
+                    # annotated attribute is a property of the extension type.
+                    is_classvar = (
+                        isinstance(item.annotation, ast.Subscript)
+                        and isinstance(item.annotation.value, ast.Name)
+                        and item.annotation.value.id == "ClassVar"
+                    )
+                    cls.members[item.target.id] = CLASS_ATTRIBUTE if is_classvar else None
             names[node.name] = cls
         elif isinstance(node, ast.FunctionDef):
             names[node.name] = StubFunc(node, "function")
@@ -266,6 +279,9 @@ def test_stub_entry_exists_at_runtime_with_the_same_signature(module, name, memb
     assert member in vars(cls), f"{name}.{member} is in the stub but not defined at runtime"
     value = vars(cls)[member]
     is_property = not callable(value) and hasattr(value, "__get__")
+    if entry is CLASS_ATTRIBUTE:
+        assert not is_property and not callable(value), f"{name}.{member} is not a class attribute"
+        return
     if entry is None or entry.kind == "property":
         assert is_property, f"{name}.{member} is a property in the stub, not at runtime"
         return

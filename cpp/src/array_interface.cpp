@@ -5,6 +5,7 @@
 
 #include "dlpackarray/dtype.hpp"
 #include "dlpackarray/errors.hpp"
+#include "dlpackarray/rules.hpp"
 
 namespace dla {
 

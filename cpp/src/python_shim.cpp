@@ -190,6 +190,26 @@ int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept {
       capsule, versioned ? consumed_versioned_destructor : consumed_legacy_destructor);
 }
 
+PyObject* adopt_managed_versioned(DLManagedTensorVersioned* m) noexcept {
+  if (m == nullptr) {
+    PyErr_SetString(PyExc_ValueError, "NULL DLManagedTensorVersioned pointer");
+    return nullptr;
+  }
+  PyObject* capsule = PyCapsule_New(m, kCapsuleVersionedUsed, consumed_versioned_destructor);
+  if (capsule == nullptr) call_versioned_deleter(m);
+  return capsule;
+}
+
+PyObject* adopt_managed_legacy(DLManagedTensor* m) noexcept {
+  if (m == nullptr) {
+    PyErr_SetString(PyExc_ValueError, "NULL DLManagedTensor pointer");
+    return nullptr;
+  }
+  PyObject* capsule = PyCapsule_New(m, kCapsuleLegacyUsed, consumed_legacy_destructor);
+  if (capsule == nullptr) call_legacy_deleter(m);
+  return capsule;
+}
+
 void release_adopted_capsule(PyObject* capsule) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);

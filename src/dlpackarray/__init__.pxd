@@ -1,10 +1,17 @@
 # cython: language_level=3
-# ``cimport dlpackarray`` for other Cython projects: the DLPack ABI structs and
-# the DLPackArray extension type.  Compile such a module as C++ with
-# ``dlpackarray.get_include()`` on the include path.  (C-level functions of
-# the core come with the C-level API; for now the type and the ABI are it.)
-from dlpackarray.abi cimport (
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion,
-    DLTensor, kDLPackMajorVersion, kDLPackMinorVersion,
+# ``cimport dlpackarray`` for other Cython projects, in C or C++ mode: the
+# DLPack ABI structs, the DLPackArray type (opaque) and the C API functions,
+# all from dlpackarray/dlpackarray.h (see docs/c_api.md).  Compile with
+# ``dlpackarray.get_include()`` on the include path; nothing is linked.
+from dlpackarray.c_api cimport (
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
+    DLPACKARRAY_C_API_MAJOR, DLPACKARRAY_C_API_MINOR, DLPACKARRAY_COPY_ALWAYS,
+    DLPACKARRAY_COPY_IF_NEEDED, DLPACKARRAY_COPY_NEVER, DLDataType, DLDataTypeCode, DLDevice,
+    DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLPackArray, DLPackArray_Check,
+    DLPackArray_DataDeleter, DLPackArray_FromData, DLPackArray_FromManagedLegacy,
+    DLPackArray_FromManagedVersioned, DLPackArray_FromObject, DLPackArray_GetDLTensor,
+    DLPackArray_ToCapsule, DLPackArray_ToManagedVersioned, DLPackArray_Type, DLPackVersion,
+    DLTensor, import_dlpackarray, kDLBfloat, kDLBool, kDLComplex, kDLCPU, kDLCUDA, kDLCUDAHost,
+    kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt,
 )
-from dlpackarray._array cimport DLPackArray

@@ -10,10 +10,16 @@ from __future__ import annotations
 import os
 
 from dlpackarray._array import DLPackArray, from_dlpack
+
+# The C API table (``import_dlpackarray()`` loads it as dlpackarray._C_API);
+# importing _capi also gives DLPackArray its __dlpack_c_exchange_api__.
+from dlpackarray._capi import _C_API as _C_API  # isort: skip
+from dlpackarray._capi import C_API_VERSION  # isort: skip
 from dlpackarray._common import DType
 from dlpackarray._devices import DLDeviceType
 
 __all__ = [
+    "C_API_VERSION",
     "DLDeviceType",
     "DLPackArray",
     "DType",
@@ -36,7 +42,8 @@ MAX_NDIM = 64
 def get_include() -> str:
     """Return the folder holding dlpackarray's C/C++ headers.
 
-    The headers live in ``<folder>/dlpackarray/*.hpp``; ``.pxd`` files for
-    ``cimport dlpackarray`` ship beside the Python modules.
+    The public C API header is ``<folder>/dlpackarray/dlpackarray.h`` (valid C
+    and C++); ``.pxd`` files for ``cimport dlpackarray`` ship beside the Python
+    modules.  The ``*.hpp`` headers describe the internal C++ core.
     """
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")

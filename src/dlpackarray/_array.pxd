@@ -20,3 +20,5 @@ cdef class DLPackArray:
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)
+# DLPackArray(obj, copy=copy, device=device) for C callers (the C API).
+cdef DLPackArray new_from_object(object obj, object copy, object device)

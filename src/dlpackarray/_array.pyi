@@ -1,7 +1,7 @@
 # Stub for the Cython module dlpackarray._array (see tests/test_stubs.py).
 import sys
 from types import EllipsisType
-from typing import Any, Literal, SupportsIndex, TypeAlias
+from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias
 
 from typing_extensions import CapsuleType, Self
 
@@ -29,6 +29,9 @@ class DLPackArray:
     ) -> CapsuleType: ...
     def __dlpack_device__(self) -> tuple[DLDeviceType | int, int]: ...
     def __dlpack_info__(self) -> tuple[int, int]: ...
+    #: DLPack 1.3 C exchange API: a ``"dlpack_exchange_api"`` capsule pointing to one static
+    #: ``DLPackExchangeAPI`` table (set when the package is imported).
+    __dlpack_c_exchange_api__: ClassVar[CapsuleType]
 
     # -- Arrow PyCapsule interface (docs/arrow.md) -------------------------------
     def __arrow_c_schema__(self) -> CapsuleType: ...

@@ -12,14 +12,14 @@ from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
+    DLDataType, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
-    TensorView, byte_stride, device_is_host_accessible, dtype_itemsize, is_c_contiguous,
-    is_f_contiguous, supported_dtypes_text, view_nbytes, view_size,
+    CopyMode, TensorView, byte_stride, dtype_itemsize, is_c_contiguous, is_f_contiguous,
+    kConsumer, resolve_device_request, supported_dtypes_text, view_nbytes, view_size,
 )
 from dlpackarray._common cimport (
-    copy_to_heap, device_tuple, dtype_object, parse_device, parse_dtype,
+    copy_to_heap, device_tuple, dtype_object, parse_copy, parse_device, parse_dtype,
 )
 from dlpackarray._buffer cimport fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
@@ -34,6 +34,8 @@ from dlpackarray._arrow cimport (
     export_arrow, export_arrow_schema, has_arrow_protocol, view_from_arrow,
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
+from dlpackarray.abi cimport DLPackExchangeAPI
+from dlpackarray._exchange cimport exchange_api_of, view_from_exchange
 
 from dlpackarray._devices import DLDeviceType
 
@@ -73,31 +75,19 @@ cdef DLPackArray wrap_view(const TensorView* v, object owner):
 
 
 cdef int _check_copy_arg(object copy) except -1:
-    if copy is not None and copy is not True and copy is not False:
-        raise TypeError(f"copy must be None, True or False, got {copy!r}")
+    parse_copy(copy)
     return 0
 
 
 cdef int _finish_import(DLPackArray self, object copy, object device, bint copied) except -1:
     """Applies the ``device`` and ``copy`` requests to a freshly imported view."""
-    cdef DLDevice target
     cdef TensorView result
     if device is not None:
-        target = parse_device(device)
-        if (target.device_type != self._view.device.device_type
-                or target.device_id != self._view.device.device_id):
-            if target.device_type == kDLCPU and device_is_host_accessible(self._view.device):
-                # Pinned/managed memory relabelled without synchronisation
-                # (no device runtime): documented in docs/protocols.rst.
-                self._view.device = target
-            elif copy is False:
-                raise ValueError(
-                    f"data on device {device_tuple(self._view.device)} cannot reach device "
-                    f"{device_tuple(target)} without a copy, and copy=False was given")
-            else:
-                raise BufferError(
-                    f"cannot move data from device {device_tuple(self._view.device)} to "
-                    f"{device_tuple(target)}: dlpackarray copies between host memory only")
+        # The device rule (rules.hpp), shared with the producer side.  Pinned/
+        # managed memory relabelled as CPU is not synchronised (no device
+        # runtime): documented in docs/protocols.rst.
+        self._view.device = resolve_device_request(
+            self._view.device, parse_device(device), <CopyMode>parse_copy(copy), kConsumer)
     if copy is True and not copied:
         self.owner = copy_to_heap(&self._view, &result)
         self._view = result
@@ -158,6 +148,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence."""
     cdef DLPackArray other
+    cdef const DLPackExchangeAPI* api
     cdef bint copied = False
     cdef type t = type(obj)
     _check_copy_arg(copy)
@@ -172,6 +163,16 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     if not dlpack_only and t in _BUFFER_ONLY_TYPES:
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
+    # DLPack C exchange API (type.__dlpack_c_exchange_api__): the producer's
+    # table exports without a Python-level __dlpack__ call.  It takes no
+    # copy/device arguments, so the consumer-side rules apply afterwards;
+    # None means "use __dlpack__" (device data, producer refusal).
+    api = exchange_api_of(t)
+    if api != NULL:
+        owner = view_from_exchange(api, obj, &self._view, &copied)
+        if owner is not None:
+            self.owner = owner
+            return _finish_capsule_import(self, owner, copy, device, copied)
     if _type_has(t, "__dlpack__"):
         dl_device = None
         if device is not None:
@@ -839,4 +840,11 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     _import_into(a, x, copy, device, True)
+    return a
+
+
+cdef DLPackArray new_from_object(object obj, object copy, object device):
+    """``DLPackArray(obj, copy=copy, device=device)`` without the Python call."""
+    cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    _import_into(a, obj, copy, device, False)
     return a

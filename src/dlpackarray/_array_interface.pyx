@@ -19,13 +19,13 @@ from libcpp.string cimport string
 
 from dlpackarray.abi cimport DLDataType, kDLCPU, kDLUInt
 from dlpackarray.core cimport (
-    TensorView, byte_stride, device_is_host_accessible, dtype_equal, dtype_from_typestr,
-    dtype_itemsize, dtype_name, fold_byte_offset, is_c_contiguous, kMaxNdim, pep3118_from_dtype,
+    TensorView, byte_stride, dtype_equal, dtype_from_typestr, dtype_itemsize, dtype_name,
+    fold_byte_offset, is_c_contiguous, kMaxNdim, pep3118_from_dtype, require_host_memory,
     set_c_strides, set_strides_from_bytes, supported_dtypes_text, typestr_from_dtype, validate,
     validate_within,
 )
 from dlpackarray._buffer cimport BufferOwner, acquire_buffer
-from dlpackarray._common cimport parse_dtype
+from dlpackarray._common cimport parse_copy, parse_dtype
 from dlpackarray._views cimport as_int64
 
 cdef object _numpy = None
@@ -337,10 +337,11 @@ cdef tuple call_array_method(object obj, object copy):
 # -- export -----------------------------------------------------------------
 
 cdef int _check_host(const TensorView* v, str what) except -1:
-    if not device_is_host_accessible(v.device):
-        raise AttributeError(
-            f"{what} describes host memory only; this array lives on device type "
-            f"{<int>v.device.device_type}: use __dlpack__")
+    try:
+        require_host_memory(v.device, f"describe the data with {what}".encode())
+    except BufferError as e:
+        # A protocol probe: AttributeError makes consumers (NumPy) move on.
+        raise AttributeError(f"{e}; use __dlpack__") from None
     return 0
 
 
@@ -417,12 +418,8 @@ cdef object _import_numpy():
 cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, object dtype,
                          object copy):
     cdef TensorView raw
-    if copy is not None and copy is not True and copy is not False:
-        raise TypeError(f"copy must be None, True or False, got {copy!r}")
-    if not device_is_host_accessible(v.device):
-        raise BufferError(
-            f"__array__ needs host memory; this array lives on device type "
-            f"{<int>v.device.device_type}")
+    parse_copy(copy)
+    require_host_memory(v.device, b"export the data through __array__")
     np = _import_numpy()
     if pep3118_from_dtype(v.dtype) != NULL:
         # The buffer protocol is NumPy's fastest zero-copy route; the

@@ -15,8 +15,8 @@ import mmap as _mmap_module
 
 from dlpackarray.abi cimport kDLCPU
 from dlpackarray.core cimport (
-    TensorView, device_is_host_accessible, dtype_from_pep3118, dtype_itemsize, dtype_name,
-    is_c_contiguous, is_f_contiguous, kMaxNdim, pep3118_from_dtype, set_strides_from_bytes,
+    TensorView, dtype_from_pep3118, dtype_itemsize, dtype_name, is_c_contiguous,
+    is_f_contiguous, kMaxNdim, pep3118_from_dtype, require_host_memory, set_strides_from_bytes,
     validate, validate_within, view_nbytes,
 )
 
@@ -195,13 +195,13 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     out.readonly = b.readonly != 0
     out.ready_stream = NULL
     cdef int64_t itemsize = b.itemsize
-    cdef int64_t byte_strides[64]
     cdef bint contiguous = True
     if b.ndim == 1 and b.shape == NULL:
         out.shape[0] = b.len // itemsize
     else:
         for i in range(b.ndim):
             out.shape[i] = b.shape[i]
+    cdef int64_t byte_strides[64]  # kMaxNdim, checked above
     if b.strides == NULL:
         set_strides_from_bytes(out[0], NULL, b"")
     else:
@@ -228,10 +228,7 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
     """Fills ``buf`` for ``__getbuffer__``; ``byte_strides`` holds v's strides in bytes."""
     if (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE and v.readonly:
         raise BufferError("a writable buffer was requested but the array is read-only")
-    if not device_is_host_accessible(v.device):
-        raise BufferError(
-            "the buffer protocol can only export host memory; this array lives on "
-            f"device type {<int>v.device.device_type}")
+    require_host_memory(v.device, b"export the data through the buffer protocol")
     cdef const char* fmt = pep3118_from_dtype(v.dtype)
     cdef bint simple = (flags & PyBUF_ND) != PyBUF_ND
     cdef bint c_contig = is_c_contiguous(v[0])

@@ -23,3 +23,5 @@ cdef DLDataType parse_dtype(object obj) except *
 cdef object device_tuple(DLDevice dev)
 cdef DLDevice parse_device(object device) except *
 cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *
+# The copy keyword as a dla::CopyMode value; TypeError for anything else.
+cdef int parse_copy(object copy) except -2

@@ -7,9 +7,9 @@ from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
 from dlpackarray.core cimport (
-    TensorView, aligned_allocate, aligned_free, device_is_host_accessible,
-    dtype_from_name, dtype_from_typestr, dtype_itemsize, dtype_name, set_c_strides,
-    strided_copy_to_contiguous, view_nbytes,
+    TensorView, aligned_allocate, aligned_free, dtype_from_name, dtype_from_typestr,
+    dtype_itemsize, dtype_name, kCopyAlways, kCopyIfNeeded, kCopyNever, require_host_memory,
+    set_c_strides, strided_copy_to_contiguous, view_nbytes,
 )
 
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
@@ -150,6 +150,18 @@ cdef DLDataType parse_dtype(object obj) except *:
     raise TypeError(f"cannot interpret {obj!r} as a dtype")
 
 
+cdef int parse_copy(object copy) except -2:
+    """The ``copy`` keyword (None/False/True) as a ``CopyMode`` value (-1/0/1);
+    the one place it is validated."""
+    if copy is None:
+        return <int>kCopyIfNeeded
+    if copy is True:
+        return <int>kCopyAlways
+    if copy is False:
+        return <int>kCopyNever
+    raise TypeError(f"copy must be None, True or False, got {copy!r}")
+
+
 cdef tuple _CPU_DEVICE = (_PyDeviceType.CPU, 0)
 
 
@@ -203,10 +215,7 @@ cdef class HeapOwner:
 
 cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:
     """Dense C-ordered host copy of ``src`` described by ``dst``."""
-    if not device_is_host_accessible(src.device):
-        raise BufferError(
-            f"cannot copy data on device {device_tuple(src.device)}: only host-accessible "
-            "memory can be copied by dlpackarray")
+    require_host_memory(src.device, b"copy")
     # OverflowError for a broadcast view whose copy would exceed int64 bytes;
     # never a short allocation.
     cdef int64_t nbytes = view_nbytes(src[0])

@@ -14,11 +14,11 @@ from dlpackarray.abi cimport (
     kDLPackMajorVersion, kDLPackMinorVersion, kDLROCM, kDLROCMHost, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
-    TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
-    device_is_host_accessible, fold_byte_offset, new_legacy_capsule, new_versioned_capsule,
-    release_adopted_capsule, validate, view_from_dltensor,
+    CopyMode, TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
+    fold_byte_offset, kProducer, new_legacy_capsule, new_versioned_capsule,
+    release_adopted_capsule, resolve_device_request, validate, view_from_dltensor,
 )
-from dlpackarray._common cimport copy_to_heap, device_tuple, parse_device
+from dlpackarray._common cimport copy_to_heap, device_tuple, parse_copy, parse_device
 
 # What a consumer asks producers for: the newest version we understand.
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
@@ -105,9 +105,8 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
 cdef void release_adopted(object capsule) noexcept:
     """Undoes view_from_capsule's adoption when the import fails later.
 
-    Lives here, beside the adoption, because each extension module links its
-    own copy of the C++ shim: only this module's copy recognises the
-    destructor it installed.
+    Any module may call release_adopted_capsule directly: the shim is linked
+    once (libdlpackarray_core), so every module recognises the destructor.
     """
     release_adopted_capsule(capsule)
 
@@ -268,20 +267,15 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
     cdef TensorView copied
     cdef TensorView on_host
     cdef DLDevice target
-    if copy is not None and copy is not True and copy is not False:
-        raise TypeError(f"copy must be None, True or False, got {copy!r}")
+    cdef CopyMode mode = <CopyMode>parse_copy(copy)
     target = v.device
     if dl_device is not None:
-        target = parse_device(dl_device)
+        # The device rule (rules.hpp), shared with the consumer side.
+        target = resolve_device_request(v.device, parse_device(dl_device), mode, kProducer)
     # The stream belongs to the consumer, on the device it asked for.
     _check_stream(target, stream)
     if dl_device is not None:
         if target.device_type != v.device.device_type or target.device_id != v.device.device_id:
-            if not (target.device_type == kDLCPU and target.device_id == 0
-                    and device_is_host_accessible(v.device)):
-                raise BufferError(
-                    f"cannot export data on device {device_tuple(v.device)} to device "
-                    f"{device_tuple(target)}: dlpackarray copies between host memory only")
             # Host-accessible memory (pinned/managed) is readable as CPU data
             # without a copy; the consumer asked to see it as CPU memory.
             # Nothing is synchronised (there is no runtime to do it): the data

@@ -78,3 +78,30 @@ cdef extern from "dlpackarray/dlpack_abi.hpp" namespace "dla" nogil:
     const char* kCapsuleVersioned
     const char* kCapsuleVersionedUsed
     const char* kCapsuleExchangeApi
+
+    # The C exchange API (DLPack 1.2/1.3): a static table a producer type
+    # publishes as ``type.__dlpack_c_exchange_api__``.
+    ctypedef struct DLPackExchangeAPIHeader:
+        DLPackVersion version
+        DLPackExchangeAPIHeader* prev_api
+
+    ctypedef void (*DLPackSetError)(void* error_ctx, const char* kind,
+                                    const char* message) noexcept
+    ctypedef int (*DLPackManagedTensorAllocator)(
+        DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+        DLPackSetError SetError) noexcept
+    ctypedef int (*DLPackManagedTensorFromPyObjectNoSync)(
+        void* py_object, DLManagedTensorVersioned** out) noexcept
+    ctypedef int (*DLPackManagedTensorToPyObjectNoSync)(
+        DLManagedTensorVersioned* tensor, void** out_py_object) noexcept
+    ctypedef int (*DLPackDLTensorFromPyObjectNoSync)(void* py_object, DLTensor* out) noexcept
+    ctypedef int (*DLPackCurrentWorkStream)(
+        DLDeviceType device_type, int32_t device_id, void** out_current_stream) noexcept
+
+    ctypedef struct DLPackExchangeAPI:
+        DLPackExchangeAPIHeader header
+        DLPackManagedTensorAllocator managed_tensor_allocator
+        DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync
+        DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync
+        DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync
+        DLPackCurrentWorkStream current_work_stream

@@ -1,4 +1,8 @@
 # cython: language_level=3
+# Internal: the package's own modules use this; other projects use the C API
+# (``cimport dlpackarray``, dlpackarray.h), whose ABI is versioned.  These
+# symbols live in libdlpackarray_core.so, which is not meant to be linked
+# from outside the package.
 # Declarations of the C++ core (cpp/include/dlpackarray).  Every call that can
 # fail is declared ``except +raise_py_error``: the single place where C++
 # errors become Python exceptions (python_shim.cpp).
@@ -58,6 +62,24 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     void fold_byte_offset(TensorView& v)
 
 
+cdef extern from "dlpackarray/rules.hpp" namespace "dla" nogil:
+    # The shared request rules (rules.hpp): use these, never a local copy.
+    ctypedef enum CopyMode "dla::CopyMode":
+        kCopyIfNeeded "dla::CopyMode::kIfNeeded"
+        kCopyNever "dla::CopyMode::kNever"
+        kCopyAlways "dla::CopyMode::kAlways"
+    ctypedef enum Side "dla::Side":
+        kConsumer "dla::Side::kConsumer"
+        kProducer "dla::Side::kProducer"
+
+    string device_text(DLDevice d) except +raise_py_error
+    void require_host_memory(DLDevice d, const char* action) except +raise_py_error
+    DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy,
+                                    Side side) except +raise_py_error
+    void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides,
+                                const char* source) except +raise_py_error
+
+
 cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:
     cbool dtype_equal(DLDataType a, DLDataType b)
     int64_t dtype_itemsize(DLDataType dt) except +raise_py_error
@@ -89,6 +111,8 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                     PyObject* owner) except NULL
     int adopt_consumed_capsule(object capsule, cbool versioned) except -1
+    object adopt_managed_versioned(DLManagedTensorVersioned* m)
+    object adopt_managed_legacy(DLManagedTensor* m)
     void release_adopted_capsule(object capsule) noexcept
     void release_reference(PyObject* obj) noexcept
     void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept

@@ -103,10 +103,9 @@ struct DLPackExchangeAPIHeader {
   DLPackExchangeAPIHeader* prev_api;
 };
 
+using DLPackSetError = void (*)(void* error_ctx, const char* kind, const char* message);
 using DLPackManagedTensorAllocator = int (*)(DLTensor* prototype, DLManagedTensorVersioned** out,
-                                             void* error_ctx,
-                                             void (*SetError)(void* error_ctx, const char* kind,
-                                                              const char* message));
+                                             void* error_ctx, DLPackSetError SetError);
 using DLPackManagedTensorFromPyObjectNoSync = int (*)(void* py_object,
                                                       DLManagedTensorVersioned** out);
 using DLPackDLTensorFromPyObjectNoSync = int (*)(void* py_object, DLTensor* out);

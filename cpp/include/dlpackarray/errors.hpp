@@ -1,6 +1,10 @@
 // Typed errors of the C++ core.  They become Python exceptions in exactly one
 // place: dla::py::raise_py_error() (python_shim.hpp), used by Cython as the
 // `except +` handler of every core call.
+//
+// The core is one shared library (libdlpackarray_core): Error has an
+// out-of-line destructor (errors.cpp), so its vtable and type info exist once,
+// there, and are exported even to modules compiled with hidden visibility.
 #pragma once
 
 #include <exception>
@@ -19,9 +23,16 @@ enum class ErrorKind {
   Index,           // IndexError: an index outside a dimension, too many indices
 };
 
-class Error : public std::exception {
+#if defined(__GNUC__)
+#define DLA_CORE_TYPE __attribute__((visibility("default")))
+#else
+#define DLA_CORE_TYPE
+#endif
+
+class DLA_CORE_TYPE Error : public std::exception {
  public:
   Error(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+  ~Error() override;  // the key function: defined once, in errors.cpp
   ErrorKind kind() const noexcept { return kind_; }
   const char* what() const noexcept override { return message_.c_str(); }
 

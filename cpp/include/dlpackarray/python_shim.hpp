@@ -45,6 +45,14 @@ void release_reference(PyObject* obj);
 // object of its own.  Returns -1 with an exception set on failure.
 int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept;
 
+// Makes a managed tensor handed over in C (the exchange API, the C API) the
+// property of a new "used_dltensor[_versioned]" capsule with the destructor of
+// an adopted capsule: the same owner object, released by the same
+// release_adopted_capsule(), as a consumed capsule.  Ownership passes even on
+// failure: the deleter has then run and NULL is returned with an exception set.
+PyObject* adopt_managed_versioned(DLManagedTensorVersioned* m) noexcept;
+PyObject* adopt_managed_legacy(DLManagedTensor* m) noexcept;
+
 // Undoes an adoption when the import fails afterwards: the tensor's deleter
 // runs now, and the capsule (still "used") no longer owns anything.
 void release_adopted_capsule(PyObject* capsule);

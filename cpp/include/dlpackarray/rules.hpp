@@ -1,0 +1,40 @@
+// The request rules every protocol shares, on the import and the export side
+// alike.  Each has one home here, beside the error kinds it raises, so that
+// the DLPack, buffer-protocol, array-interface and exchange-API paths (and the
+// CUDA and Arrow paths to come) cannot drift apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dlpackarray/dlpack_abi.hpp"
+#include "dlpackarray/tensor_view.hpp"
+
+namespace dla {
+
+// The array API's `copy` keyword: None, False, True.
+enum class CopyMode : int32_t { kIfNeeded = -1, kNever = 0, kAlways = 1 };
+
+// Which side of an exchange applies a rule: the error kinds differ.
+enum class Side : int32_t { kConsumer = 0, kProducer = 1 };
+
+// How messages name a device: "CPU:0", "CUDA:1", "device type 99:0".
+std::string device_text(DLDevice d);
+
+// Host rule: reading or copying the data needs memory the host can access
+// (CPU, CUDA pinned/managed, ROCm host).  Throws BufferError "cannot
+// <action>: the data is on device CUDA:0 and dlpackarray reads host memory only".
+void require_host_memory(DLDevice d, const char* action);
+
+// Device rule, for data on `have` asked for on `want`:
+//   same device -> `have`;
+//   `want` is CPU:0 and `have` host-accessible -> CPU:0, the same memory;
+//   otherwise a copy between devices is needed, which dlpackarray cannot make:
+//   ValueError when a consumer said copy=False (array API from_dlpack),
+//   BufferError otherwise and always for a producer (DLPack __dlpack__).
+DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side);
+
+// The stride rule (bytes -> elements, unused strides normalised) lives one
+// layer down, beside the view it fills: set_strides_from_bytes, tensor_view.hpp.
+
+}  // namespace dla

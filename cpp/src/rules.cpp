@@ -1,0 +1,71 @@
+#include "dlpackarray/rules.hpp"
+
+#include <string>
+
+#include "dlpackarray/dtype.hpp"
+#include "dlpackarray/errors.hpp"
+
+namespace dla {
+
+namespace {
+
+const char* device_name(DLDeviceType t) {
+  switch (t) {
+    case kDLCPU: return "CPU";
+    case kDLCUDA: return "CUDA";
+    case kDLCUDAHost: return "CUDA_HOST";
+    case kDLOpenCL: return "OPENCL";
+    case kDLVulkan: return "VULKAN";
+    case kDLMetal: return "METAL";
+    case kDLVPI: return "VPI";
+    case kDLROCM: return "ROCM";
+    case kDLROCMHost: return "ROCM_HOST";
+    case kDLExtDev: return "EXT_DEV";
+    case kDLCUDAManaged: return "CUDA_MANAGED";
+    case kDLOneAPI: return "ONE_API";
+    case kDLWebGPU: return "WEBGPU";
+    case kDLHexagon: return "HEXAGON";
+    case kDLMAIA: return "MAIA";
+    case kDLTrn: return "TRN";
+  }
+  return nullptr;
+}
+
+bool same_device(DLDevice a, DLDevice b) {
+  return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+}  // namespace
+
+std::string device_text(DLDevice d) {
+  const char* name = device_name(d.device_type);
+  const std::string type =
+      name != nullptr ? std::string(name) : "device type " + std::to_string(int(d.device_type));
+  return type + ":" + std::to_string(d.device_id);
+}
+
+void require_host_memory(DLDevice d, const char* action) {
+  if (device_is_host_accessible(d)) return;
+  fail(ErrorKind::Buffer, std::string("cannot ") + action + ": the data is on device " +
+                              device_text(d) + " and dlpackarray reads host memory only");
+}
+
+DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side) {
+  if (same_device(have, want)) return have;
+  const DLDevice cpu{kDLCPU, 0};
+  // Pinned/managed memory is readable as CPU data without a copy.
+  if (same_device(want, cpu) && device_is_host_accessible(have)) return cpu;
+  if (side == Side::kProducer) {
+    fail(ErrorKind::Buffer, "cannot export data on device " + device_text(have) + " to device " +
+                                device_text(want) +
+                                ": dlpackarray copies between host memory only");
+  }
+  if (copy == CopyMode::kNever) {
+    fail(ErrorKind::Value, "data on device " + device_text(have) + " cannot reach device " +
+                               device_text(want) + " without a copy, and copy=False was given");
+  }
+  fail(ErrorKind::Buffer, "cannot move data from device " + device_text(have) + " to " +
+                              device_text(want) + ": dlpackarray copies between host memory only");
+}
+
+}  // namespace dla

@@ -1,0 +1,308 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""C-level entry points: the public C API table (dlpackarray.h) and the
+DLPack C exchange API table (``DLPackArray.__dlpack_c_exchange_api__``).
+
+Every function follows CPython's convention (NULL or -1 with a Python
+exception set) except where the exchange API says otherwise; core calls are
+``except +raise_py_error``, so no C++ exception leaves this module.  Where the
+two tables do the same thing they call the same function here.
+"""
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.pycapsule cimport PyCapsule_New
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+
+from dlpackarray.abi cimport (
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
+    DLPackCurrentWorkStream, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
+    DLPackManagedTensorAllocator, DLPackManagedTensorFromPyObjectNoSync,
+    DLPackManagedTensorToPyObjectNoSync, DLPackSetError, DLTensor, kCapsuleExchangeApi, kDLCPU,
+    kDLPackMajorVersion, kDLPackMinorVersion, kFlagReadOnly,
+)
+from dlpackarray.core cimport (
+    Extent, TensorView, aligned_allocate, check_dtype_supported, new_versioned_managed,
+    set_c_strides, validate,
+)
+from dlpackarray._array cimport DLPackArray, new_from_object, wrap_view
+from dlpackarray._common cimport HeapOwner
+from dlpackarray._dlpack cimport export_capsule
+from dlpackarray._exchange cimport (
+    own_exchange_api, view_from_managed_legacy, view_from_managed_versioned,
+)
+
+cdef extern from *:
+    """
+    /* Sets a class attribute of a static extension type (what a class body
+       would do) and invalidates the type's attribute cache. */
+    static int dla_set_type_attr(PyTypeObject* t, PyObject* name, PyObject* value) {
+      if (PyDict_SetItem(t->tp_dict, name, value) < 0) return -1;
+      PyType_Modified(t);
+      return 0;
+    }
+    """
+    int dla_set_type_attr(PyTypeObject* t, object name, object value) except -1
+    int PyObject_TypeCheck(object obj, PyTypeObject* t)
+
+cdef tuple _VERSIONED = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
+
+
+# -- shared implementations ------------------------------------------------------
+cdef inline DLPackArray _as_array(object obj):
+    if not isinstance(obj, DLPackArray):
+        raise TypeError(f"expected a dlpackarray.DLPackArray, got a '{type(obj).__name__}' object")
+    return <DLPackArray>obj
+
+
+cdef DLManagedTensorVersioned* _to_managed(DLPackArray a) except NULL:
+    """A new owning DLPack 1.3 tensor of ``a``'s memory (exchange API and C API)."""
+    cdef uint64_t flags = kFlagReadOnly if a._view.readonly else 0
+    return new_versioned_managed(a._view, flags, <PyObject*>a.owner)
+
+
+cdef DLPackArray _from_managed(DLManagedTensorVersioned* m):
+    """Adopts ``m`` (exchange API and C API); its deleter runs once in every case."""
+    cdef TensorView v
+    cdef bint copied = False
+    owner = view_from_managed_versioned(m, &v, &copied)
+    return wrap_view(&v, owner)
+
+
+# -- the DLPack C exchange API (provider) -------------------------------------------
+cdef int _ex_allocator(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                       DLPackSetError set_error) noexcept with gil:
+    # Errors go through SetError (the consumer's channel), not a Python exception.
+    try:
+        out[0] = _to_managed(_allocate(prototype))
+        return 0
+    except BaseException as e:
+        if set_error != NULL:
+            kind = type(e).__name__.encode()
+            message = str(e).encode(errors="replace")
+            set_error(error_ctx, kind, message)
+        return -1
+
+
+cdef DLPackArray _allocate(DLTensor* prototype):
+    """A new C-contiguous CPU array with the prototype's ndim, shape and dtype."""
+    cdef TensorView v
+    cdef Extent extent
+    cdef int32_t i
+    if prototype == NULL:
+        raise ValueError("NULL prototype")
+    if prototype.device.device_type != kDLCPU:
+        raise BufferError(
+            f"dlpackarray allocates host memory only, not on device type "
+            f"{<int>prototype.device.device_type}")
+    if prototype.ndim > 0 and prototype.shape == NULL:
+        raise ValueError("prototype has a NULL shape")
+    v.set_ndim(prototype.ndim)
+    for i in range(prototype.ndim):
+        v.shape[i] = prototype.shape[i]
+    v.dtype = prototype.dtype
+    v.device = prototype.device
+    check_dtype_supported(v.dtype)
+    set_c_strides(v)
+    # The overflow-checked byte count of the dense layout; validate() refuses a
+    # NULL address for a non-empty view, and the extent does not depend on it.
+    v.data = <void*>&extent
+    extent = validate(v)
+    cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
+    owner.ptr = aligned_allocate(extent.hi - extent.lo)
+    owner.nbytes = extent.hi - extent.lo
+    v.data = owner.ptr
+    return wrap_view(&v, owner)
+
+
+cdef int _ex_from_py_object(void* py_object, DLManagedTensorVersioned** out) except -1:
+    obj = <object>py_object
+    cdef DLPackArray a = <DLPackArray>obj if isinstance(obj, DLPackArray) else \
+        new_from_object(obj, None, None)
+    out[0] = _to_managed(a)
+    return 0
+
+
+cdef int _ex_to_py_object(DLManagedTensorVersioned* tensor, void** out_py_object) except -1:
+    a = _from_managed(tensor)
+    Py_INCREF(a)
+    out_py_object[0] = <void*><PyObject*>a
+    return 0
+
+
+cdef int _ex_dltensor_from_py_object(void* py_object, DLTensor* out) except -1:
+    cdef DLPackArray a = _as_array(<object>py_object)
+    if a._view.readonly:
+        # A bare DLTensor cannot say "read-only"; the managed tensor can.
+        raise BufferError(
+            "cannot lend read-only data as a bare DLTensor (it has no read-only flag); use "
+            "managed_tensor_from_py_object_no_sync, which sets READ_ONLY")
+    _borrow_dltensor(a, out)
+    return 0
+
+
+cdef void _borrow_dltensor(DLPackArray a, DLTensor* out) noexcept:
+    # shape/strides point into the array's descriptor, which never changes.
+    out.data = a._view.data
+    out.device = a._view.device
+    out.ndim = a._view.ndim
+    out.dtype = a._view.dtype
+    out.shape = a._view.shape if a._view.ndim > 0 else NULL
+    out.strides = a._view.strides if a._view.ndim > 0 else NULL
+    out.byte_offset = a._view.byte_offset
+
+
+cdef int _ex_current_work_stream(DLDeviceType device_type, int32_t device_id,
+                                 void** out_current_stream) noexcept nogil:
+    # dlpackarray launches no work, so it has no stream of its own: NULL (the
+    # spec's answer for CPU, the legacy default stream elsewhere).
+    if out_current_stream != NULL:
+        out_current_stream[0] = NULL
+    return 0
+
+
+# -- the public C API (dlpackarray.h) ------------------------------------------------
+ctypedef void (*DataDeleter)(void* ctx) noexcept
+
+cdef class _DataDeleterOwner:
+    """Owner of memory wrapped by DLPackArray_FromData with a deleter callback."""
+    cdef DataDeleter deleter
+    cdef void* ctx
+
+    def __dealloc__(self):
+        if self.deleter != NULL:
+            self.deleter(self.ctx)
+            self.deleter = NULL
+
+
+cdef int _c_check(PyObject* obj) noexcept:
+    return PyObject_TypeCheck(<object>obj, <PyTypeObject*>DLPackArray)
+
+
+cdef object _c_from_object(PyObject* obj, int copy, PyObject* device):
+    if copy not in (-1, 0, 1):
+        raise ValueError(f"copy must be DLPACKARRAY_COPY_IF_NEEDED/NEVER/ALWAYS, got {copy}")
+    py_copy = None if copy == -1 else bool(copy)
+    py_device = None if device == NULL else <object>device
+    return new_from_object(<object>obj, py_copy, py_device)
+
+
+cdef object _c_from_data(void* data, int32_t ndim, const int64_t* shape, const int64_t* strides,
+                         DLDataType dtype, DLDevice device, int readonly, PyObject* owner,
+                         DataDeleter deleter, void* deleter_ctx):
+    cdef _DataDeleterOwner holder
+    cdef TensorView v
+    cdef int32_t i
+    keepalive = None
+    if deleter != NULL:
+        # Owned from here on: every exit, error or not, ends with one call.
+        holder = _DataDeleterOwner.__new__(_DataDeleterOwner)
+        holder.deleter = deleter
+        holder.ctx = deleter_ctx
+        keepalive = holder
+        if owner != NULL:
+            raise ValueError("give an owner object or a deleter, not both")
+    elif owner != NULL:
+        keepalive = <object>owner
+    v.set_ndim(ndim)
+    if ndim > 0 and shape == NULL:
+        raise ValueError(f"shape is NULL but ndim is {ndim}")
+    for i in range(ndim):
+        v.shape[i] = shape[i]
+    v.data = data
+    v.dtype = dtype
+    v.device = device
+    v.readonly = readonly != 0
+    if strides == NULL:
+        set_c_strides(v)
+    else:
+        for i in range(ndim):
+            v.strides[i] = strides[i]
+    check_dtype_supported(v.dtype)
+    validate(v)
+    return wrap_view(&v, keepalive)
+
+
+cdef object _c_from_managed_versioned(DLManagedTensorVersioned* m):
+    return _from_managed(m)
+
+
+cdef object _c_from_managed_legacy(DLManagedTensor* m):
+    cdef TensorView v
+    owner = view_from_managed_legacy(m, &v)
+    return wrap_view(&v, owner)
+
+
+cdef int _c_get_dltensor(PyObject* array, DLTensor* out, int* readonly) except -1:
+    cdef DLPackArray a = _as_array(<object>array)
+    _borrow_dltensor(a, out)
+    if readonly != NULL:
+        readonly[0] = a._view.readonly
+    return 0
+
+
+cdef DLManagedTensorVersioned* _c_to_managed_versioned(PyObject* array) except NULL:
+    return _to_managed(_as_array(<object>array))
+
+
+cdef object _c_to_capsule(PyObject* array, int versioned):
+    cdef DLPackArray a = _as_array(<object>array)
+    return export_capsule(&a._view, a.owner, None, _VERSIONED if versioned else None, None,
+                          None)
+
+
+# Layout of DLPackArray_CAPI in dlpackarray.h (tests/test_c_api_downstream.py
+# calls every member through the header).
+ctypedef struct CAPITable:
+    uint32_t major
+    uint32_t minor
+    size_t size
+    PyTypeObject* type
+    void* check
+    void* from_object
+    void* from_data
+    void* from_managed_versioned
+    void* from_managed_legacy
+    void* get_dltensor
+    void* to_managed_versioned
+    void* to_capsule
+
+cdef enum:
+    C_API_MAJOR = 1
+    C_API_MINOR = 0
+
+cdef CAPITable _table
+_table.major = C_API_MAJOR
+_table.minor = C_API_MINOR
+_table.size = sizeof(CAPITable)
+_table.type = <PyTypeObject*>DLPackArray
+_table.check = <void*>_c_check
+_table.from_object = <void*>_c_from_object
+_table.from_data = <void*>_c_from_data
+_table.from_managed_versioned = <void*>_c_from_managed_versioned
+_table.from_managed_legacy = <void*>_c_from_managed_legacy
+_table.get_dltensor = <void*>_c_get_dltensor
+_table.to_managed_versioned = <void*>_c_to_managed_versioned
+_table.to_capsule = <void*>_c_to_capsule
+
+#: The C API table, loaded by ``import_dlpackarray()`` as ``dlpackarray._C_API``.
+_C_API = PyCapsule_New(<void*>&_table, b"dlpackarray._C_API", NULL)
+
+#: (major, minor) of the C API table.
+C_API_VERSION = (int(C_API_MAJOR), int(C_API_MINOR))
+
+cdef DLPackExchangeAPI* _api = own_exchange_api()
+_api.header.version.major = kDLPackMajorVersion
+_api.header.version.minor = kDLPackMinorVersion
+_api.header.prev_api = NULL
+_api.managed_tensor_allocator = <DLPackManagedTensorAllocator><void*>_ex_allocator
+_api.managed_tensor_from_py_object_no_sync = \
+    <DLPackManagedTensorFromPyObjectNoSync><void*>_ex_from_py_object
+_api.managed_tensor_to_py_object_no_sync = \
+    <DLPackManagedTensorToPyObjectNoSync><void*>_ex_to_py_object
+_api.dltensor_from_py_object_no_sync = \
+    <DLPackDLTensorFromPyObjectNoSync><void*>_ex_dltensor_from_py_object
+_api.current_work_stream = <DLPackCurrentWorkStream><void*>_ex_current_work_stream
+
+# DLPack 1.3 discovery: a capsule named "dlpack_exchange_api" on the type,
+# pointing to one static table for the life of the process.
+dla_set_type_attr(<PyTypeObject*>DLPackArray, "__dlpack_c_exchange_api__",
+                  PyCapsule_New(<void*>_api, kCapsuleExchangeApi, NULL))

@@ -1,0 +1,105 @@
+"""Each request rule has one home in the core (cpp/include/dlpackarray/rules.hpp), so every
+protocol path applies it identically: same exception type, same wording.
+"""
+
+from __future__ import annotations
+
+import dlpack_ctypes as dc
+import numpy as np
+import pytest
+
+from dlpackarray import DLPackArray, from_dlpack
+
+
+def on_device(device=(dc.KDL_CUDA, 0)):
+    p = dc.Producer(None, shape=(4,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 1), data=0x1000,
+                    device=device)  # fmt: skip
+    return DLPackArray(p.capsule())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: DLPackArray(b"ab", copy=1),
+        lambda: from_dlpack(np.arange(2), copy="yes"),
+        lambda: DLPackArray(b"ab").__dlpack__(max_version=(1, 3), copy=0),
+        lambda: DLPackArray(b"ab").__array__(copy=[]),
+    ],
+)
+def test_copy_rule(call):
+    with pytest.raises(TypeError, match=r"^copy must be None, True or False, got "):
+        call()
+
+
+HOST_RULE = "the data is on device CUDA:0 and dlpackarray reads host memory only"
+
+
+@pytest.mark.parametrize(
+    "call, action",
+    [
+        (lambda x: x.copy(), "copy"),
+        (lambda x: x.__dlpack__(max_version=(1, 3), copy=True), "copy"),
+        (lambda x: DLPackArray(x, copy=True), "copy"),
+        (lambda x: memoryview(x), "export the data through the buffer protocol"),
+        (lambda x: x.__array__(), "export the data through __array__"),
+    ],
+)
+def test_host_rule(call, action):
+    with pytest.raises(BufferError) as info:
+        call(on_device())
+    assert str(info.value) == f"cannot {action}: {HOST_RULE}"
+
+
+@pytest.mark.parametrize("attr", ["__array_interface__", "__array_struct__"])
+def test_host_rule_on_protocol_probes_reads_as_a_missing_attribute(attr):
+    x = on_device()
+    with pytest.raises(AttributeError) as info:
+        getattr(x, attr)
+    assert str(info.value) == (f"cannot describe the data with {attr}: {HOST_RULE}; use __dlpack__")
+    assert not hasattr(x, attr)
+
+
+def test_device_rule_consumer_and_producer():
+    x = on_device()
+    with pytest.raises(BufferError) as consumer:
+        DLPackArray(x, device="cpu")
+    assert str(consumer.value) == (
+        "cannot move data from device CUDA:0 to CPU:0: dlpackarray copies between host memory only"
+    )
+    with pytest.raises(ValueError) as no_copy:
+        from_dlpack(x, device="cpu", copy=False)
+    assert str(no_copy.value) == (
+        "data on device CUDA:0 cannot reach device CPU:0 without a copy, and copy=False was given"
+    )
+    with pytest.raises(BufferError) as producer:
+        x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
+    assert str(producer.value) == (
+        "cannot export data on device CUDA:0 to device CPU:0: dlpackarray copies between host "
+        "memory only"
+    )
+
+
+@pytest.mark.parametrize("device", [(3, 0), (13, 1)])  # CUDA_HOST, CUDA_MANAGED
+def test_device_rule_host_accessible_memory_is_cpu_data_on_both_sides(device):
+    x = on_device(device)
+    assert DLPackArray(x, device="cpu").device == (1, 0)
+    fields = dc.tensor_fields(x.__dlpack__(max_version=(1, 3), dl_device=(1, 0)))
+    assert fields["device"] == (1, 0) and fields["data"] == x.data_ptr
+    # CPU is device 0: another id is another device, refused alike.
+    with pytest.raises(BufferError, match="to CPU:3"):
+        DLPackArray(x, device=(1, 3))
+    with pytest.raises(BufferError, match="to device CPU:3"):
+        x.__dlpack__(max_version=(1, 3), dl_device=(1, 3))
+
+
+def test_stride_rule_buffer_protocol_and_array_interface():
+    packed = np.zeros(4, dtype=[("a", "<i4"), ("b", "u1")])["a"]  # stride 5 bytes
+    rule = "has a stride of 5 bytes in dimension 0, not a multiple of the item size 4"
+    with pytest.raises(BufferError, match=f"the buffer of a 'memoryview' object {rule}"):
+        DLPackArray(memoryview(packed))
+
+    class Iface:
+        __array_interface__ = dict(packed.__array_interface__, descr=[("", "<i4")])
+
+    with pytest.raises(BufferError, match=rule):
+        DLPackArray(Iface())
