@@ -138,7 +138,7 @@ def _check_memoryview_cast() -> str:
     m = memoryview(a)
     _expect(m.format == "f", f"memoryview format {m.format!r}, expected 'f'")
     _same_pointer(_addr(m), _addr(buf), "memoryview(DLPackArray)")
-    m[3] = 1.5
+    m[3] = 1.5  # type: ignore[call-overload]  # typeshed types memoryview items as int
     _expect(memoryview(buf).cast("f")[3] == 1.5, "a write did not reach the bytearray")
     return "memoryview.cast('f') -> DLPackArray -> memoryview"
 
