@@ -69,7 +69,7 @@ def _limitation(cell: dict) -> str | None:
     c, case, st = cell["consumer"], cell["case"], cell["status"]
     if c == "torch" and case.endswith("negative strides") and st == CRASHED:
         return "torch-negative-strides"
-    if c == "torch" and case.endswith("read-only") and st == ZERO_COPY:
+    if c == "torch" and cell.get("readonly") and st == ZERO_COPY:
         return "torch-read-only"
     if st == REFUSED and "legacy" in cell["reason"] and cell["whose"] == c:
         return "legacy-capsule-consumers"
@@ -162,10 +162,13 @@ def run_cell(producer_name: str, consumer_name: str, case_name: str, stage=lambd
         a = DLPackArray(obj)
     except Exception as exc:
         whose = _origin(exc) or producer_name
-        if "void/structured" in str(exc):
-            whose = producer_name  # the protocol describes the dtype as raw bytes only
+        if "void/structured" in str(exc) or "cannot represent" in str(exc):
+            # The producer's protocol describes the dtype only as raw bytes ('<V2') or as
+            # an ambiguous typestr ('<f1': which float8?).
+            whose = producer_name
         return done(REFUSED, whose, _reason(exc))
     first = a.data_ptr + a.byte_offset
+    out["readonly"] = bool(a.readonly)
     # Memory the generator cannot align (Pillow's fresh bytes): JAX's copy-or-share then
     # depends on the heap, so the staleness check compares only accepted-or-not there.
     out["unstable"] = src is None and ref.size > 0 and consumer_name == "jax"
