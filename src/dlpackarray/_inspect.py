@@ -89,7 +89,8 @@ def offered(obj) -> list[str]:
 
 
 def _owner_chain(obj) -> list[str]:
-    chain, seen = [], set()
+    chain: list[str] = []
+    seen: set[int] = set()
     while obj is not None and id(obj) not in seen and len(chain) < 8:
         seen.add(id(obj))
         chain.append(f"{type(obj).__module__}.{type(obj).__qualname__}")

@@ -130,7 +130,7 @@ def run_cell(producer_name: str, consumer_name: str, case_name: str, stage=lambd
     producer = cells.PRODUCER_BY_NAME[producer_name]
     consumer = cells.CONSUMER_BY_NAME[consumer_name]
     case = cells.CASE_BY_NAME[case_name]
-    out = {"producer": producer_name, "consumer": consumer_name, "case": case_name}
+    out: dict = {"producer": producer_name, "consumer": consumer_name, "case": case_name}
 
     def done(status, whose="", reason=""):
         out.update(status=status, whose=whose, reason=reason)
@@ -438,7 +438,7 @@ def _versions() -> dict:
     import importlib.metadata
     import platform
 
-    out = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for dist in (
         "dlpackarray",
         "numpy",

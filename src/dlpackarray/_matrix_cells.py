@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 class NotApplicable(Exception):
@@ -165,7 +166,7 @@ _STRUCT = {
 
 
 def _stdlib_buffer(case: Case, ref):
-    fmt = _STRUCT.get(case.dtype)
+    fmt: Any = _STRUCT.get(case.dtype)  # typeshed types cast() by literal formats only
     if fmt is None:
         raise NotApplicable(f"memoryview.cast has no format for {case.dtype}")
     if case.layout in ("F-order", "broadcast"):
