@@ -10,7 +10,7 @@ import sys
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
-from conftest import require_ml_dtypes
+from conftest import require_ml_dtypes, require_torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -328,7 +328,7 @@ def test_export_contiguity_flags(layout, flag_name):
 
 
 def test_export_bfloat16_raises_naming_dtype():
-    import torch
+    torch = require_torch()
 
     x = DLPackArray(torch.zeros(3, dtype=torch.bfloat16))
     with pytest.raises(BufferError, match="bfloat16"):

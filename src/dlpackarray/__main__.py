@@ -1,8 +1,9 @@
-"""``python -m dlpackarray``: versions, installed array libraries and live zero-copy checks."""
+"""``python -m dlpackarray [inspect|matrix|bench]``: self-check, object inspector, interop
+matrix and benchmarks (see docs/cli.md)."""
 
 import sys
 
-from dlpackarray._report import main
+from dlpackarray._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

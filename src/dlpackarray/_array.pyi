@@ -3,7 +3,7 @@ import sys
 from types import EllipsisType
 from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias
 
-from typing_extensions import CapsuleType, Self
+from typing_extensions import CapsuleType, Self, disjoint_base
 
 from dlpackarray._common import DType, DTypeLike
 from dlpackarray._devices import DLDeviceType as DLDeviceType
@@ -13,6 +13,7 @@ from dlpackarray._devices import DLDeviceType as DLDeviceType
 DeviceLike: TypeAlias = None | Literal["cpu"] | tuple[int, int] | Any
 _Index: TypeAlias = SupportsIndex | slice | None | EllipsisType | tuple[Any, ...]
 
+@disjoint_base
 class DLPackArray:
     def __init__(
         self, obj: object, /, *, copy: bool | None = None, device: DeviceLike = None

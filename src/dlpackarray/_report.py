@@ -138,7 +138,7 @@ def _check_memoryview_cast() -> str:
     m = memoryview(a)
     _expect(m.format == "f", f"memoryview format {m.format!r}, expected 'f'")
     _same_pointer(_addr(m), _addr(buf), "memoryview(DLPackArray)")
-    m[3] = 1.5
+    m[3] = 1.5  # type: ignore[call-overload]  # typeshed types memoryview items as int
     _expect(memoryview(buf).cast("f")[3] == 1.5, "a write did not reach the bytearray")
     return "memoryview.cast('f') -> DLPackArray -> memoryview"
 
@@ -434,8 +434,35 @@ def format_text(report: dict) -> str:
     lines += [
         "",
         f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[SKIP]} skipped",
+        next_steps(report),
     ]
     return "\n".join(lines)
+
+
+#: What to install for each check's library (pip names; cupy needs a CUDA build).
+_INSTALL = {
+    "numpy": "numpy",
+    "torch": "torch",
+    "jax": "jax",
+    "cupy": "cupy-cuda12x",
+    "pyarrow": "pyarrow",
+    "tvm_ffi": "apache-tvm-ffi",
+    "ml_dtypes": "ml_dtypes",
+}
+
+
+def next_steps(report: dict) -> str:
+    """The closing line: which installs would enable the checks skipped for a missing library."""
+    installed = {lib["name"] for lib in report["libraries"] if lib["installed"]}
+    wanted = []
+    for r in report["checks"]:
+        lib = r["library"]
+        if r["status"] == SKIP and lib in _INSTALL and lib not in installed:
+            if _INSTALL[lib] not in wanted:
+                wanted.append(_INSTALL[lib])
+    if not wanted:
+        return "Every check whose library can be installed ran."
+    return "To run the skipped checks: pip install " + " ".join(wanted)
 
 
 def main(argv: Sequence[str] | None = None, checks: Sequence[Check] = CHECKS) -> int:

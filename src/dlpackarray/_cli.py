@@ -1,0 +1,53 @@
+"""``python -m dlpackarray [COMMAND]``: dispatch to the self-check or a sub-command.
+
+No command (or only options) runs the environment report and self-check
+(:mod:`dlpackarray._report`); ``inspect``, ``matrix`` and ``bench`` have their own modules.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+COMMANDS = ("inspect", "matrix", "bench")
+
+
+def _bench(argv: Sequence[str]) -> int:
+    import argparse
+    import importlib
+
+    parser = argparse.ArgumentParser(
+        prog="python -m dlpackarray bench",
+        description="Run the benchmark suite (benchmarks/ of a source checkout); one "
+        "progress line per case.",
+    )
+    parser.add_argument("--quick", action="store_true", help="the smoke run (seconds)")
+    args, rest = parser.parse_known_args(argv)
+    try:
+        run = importlib.import_module("benchmarks.run")
+    except ImportError:
+        print(
+            "the benchmark suite ships with the source tree, not the wheel: run this from a "
+            'checkout of dlpackarray after `pip install ".[bench]"`',
+            file=sys.stderr,
+        )
+        return 2
+    run.main((["--smoke", "--no-plots"] if args.quick else []) + list(rest))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "inspect":
+        from dlpackarray._inspect import main as inspect_main
+
+        return inspect_main(args[1:])
+    if args and args[0] == "matrix":
+        from dlpackarray._matrix import main as matrix_main
+
+        return matrix_main(args[1:])
+    if args and args[0] == "bench":
+        return _bench(args[1:])
+    from dlpackarray._report import main as report_main
+
+    return report_main(args)
