@@ -70,7 +70,7 @@ class Case:
     Parameters
     ----------
     family : str
-        Issue case id ("B1" ... "B8"); ``--cases`` selects on it.
+        Issue case id ("B1" ... "B10"); ``--cases`` selects on it.
     name : str
         Unique id within the run, e.g. ``"B6/2d-transposed/64MB"``.
     title : str
