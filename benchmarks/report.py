@@ -6,7 +6,7 @@ import json
 import os
 from collections import defaultdict
 
-OVERHEAD_FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B8")
+OVERHEAD_FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B8", "B10")
 
 
 def write_json(run: dict, path: str) -> None:
@@ -60,15 +60,21 @@ def markdown(run: dict) -> str:
         "",
         "## Targets",
         "",
-        "| case | contender | against | ratio (IQR) | target | status |",
+        "| case | contender | against | ratio or ns/op (IQR) | target | status |",
         "|---|---|---|---|---|---|",
     ]
     for case in run["cases"]:
         for t in case.get("targets", []):
-            cell = f"{t['ratio']:.2f}x ({t['q1']:.2f}-{t['q3']:.2f})" if "ratio" in t else "n/a"
+            unit = " ns" if t.get("kind") == "ns" or t["ref"] == "absolute" else ""
+            if "ratio" not in t:
+                cell = "n/a"
+            elif unit:
+                cell = f"{t['ratio']:.0f} ns ({t['q1']:.0f}-{t['q3']:.0f})"
+            else:
+                cell = f"{t['ratio']:.2f}x ({t['q1']:.2f}-{t['q3']:.2f})"
             lines.append(
                 f"| {case['name']} | {t['contender']} | {t['ref']} | {cell} | "
-                f"{t['op']} {t['value']} | {t['status']} |"
+                f"{t['op']} {t['value']}{unit} | {t['status']} |"
             )
     by_family = defaultdict(list)
     for case in run["cases"]:

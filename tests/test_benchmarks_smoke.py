@@ -64,3 +64,76 @@ def test_smoke_mode_skips_large_sizes():
     for case in selected:
         assert case.nbytes <= 64 << 20
         assert case.params.get("x", 0) <= 64 << 20 or case.params.get("series") == "ndim"
+
+
+def test_per_operation_times_and_absolute_targets():
+    # A statement that performs `ops` operations is reported per operation,
+    # and an absolute target compares that per-operation median in ns.
+    from benchmarks.harness import Case, Contender, Settings, Target, run_case
+
+    case = Case(
+        family="T",
+        name="T/ops",
+        title="per-op division",
+        setup=lambda: {"f": lambda: sum(range(200))},
+        contenders=[Contender("one", "f()"), Contender("per-1000", "f()", ops=1000)],
+        anchor="one",
+        targets=[
+            Target("per-1000", "", "<=", 1e9, absolute=True),
+            Target("one", "", "<=", 0.0, absolute=True),
+        ],
+    )
+    rec = run_case(case, Settings.smoke(), log=lambda _: None)
+    assert rec["contenders"]["per-1000"]["ops"] == 1000
+    # Same statement: only the divisor differs (x1000, far above any noise).
+    assert rec["contenders"]["per-1000"]["ratio_to_anchor"]["ratio"] < 0.01
+    met, missed = rec["targets"]
+    assert met["status"] == "met" and met["kind"] == "ns" and met["ref"] == "absolute"
+    assert met["ratio"] == rec["contenders"]["per-1000"]["median_ns"]
+    assert missed["status"] == "missed"
+
+
+def test_required_case_setup_failure_ends_the_run():
+    from benchmarks.harness import Case, Settings, run_case
+
+    def broken():
+        raise RuntimeError("cannot build")
+
+    optional = Case("T", "T/optional", "t", broken, [], anchor="x")
+    assert "setup failed" in run_case(optional, Settings.smoke(), log=lambda _: None)["error"]
+    required = Case("T", "T/required", "t", broken, [], anchor="x", required=True)
+    with pytest.raises(RuntimeError, match="cannot build"):
+        run_case(required, Settings.smoke(), log=lambda _: None)
+
+
+def test_b10_builds_our_c_and_cython_loops_and_b3_uses_torchs_table(tmp_path):
+    # B10 compiles its loops at setup; dlpackarray's must build and run (the
+    # case is `required`), other projects' may be recorded as unsupported.
+    # B3's setup checks that dlpackarray consumes torch tensors through
+    # torch's C exchange table.
+    result = bench_run.main(
+        ["--smoke", "--name", "c", "--out-dir", str(tmp_path), "--no-plots"]
+        + ["--cases", "B10,B3/consume-torch"]
+    )
+    b10 = next(c for c in result["cases"] if c["family"] == "B10")
+    assert "error" not in b10
+    cs = b10["contenders"]
+    for ours in (
+        "dlpackarray C API (C)",
+        "dlpackarray C API (Cython)",
+        "dlpackarray exchange table",
+    ):
+        assert cs[ours]["ops"] == 1000 and cs[ours]["median_ns"] > 0, ours
+    for other in ("torch exchange table", "tvm-ffi exchange table", "tvm-ffi C API"):
+        assert "median_ns" in cs[other] or cs[other]["unsupported"], other
+    assert b10["targets"][0]["ref"] == "absolute"
+    assert b10["targets"][0]["status"] in ("met", "missed")
+    b3 = next(c for c in result["cases"] if c["family"] == "B3")
+    assert "error" not in b3 and "median_ns" in b3["contenders"]["dlpackarray"]
+    assert "| B10/wrap-export-consume |" in (tmp_path / "c.md").read_text()
+
+
+def test_a_family_does_not_select_another_family_with_the_same_prefix():
+    chosen = bench_run.select(bench_run.all_cases(), "B1", smoke=True)
+    assert chosen and {c.family for c in chosen} == {"B1"}
+    assert {c.family for c in bench_run.select(bench_run.all_cases(), "B10", smoke=True)} == {"B10"}
