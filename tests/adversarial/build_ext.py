@@ -1,4 +1,5 @@
-"""Compiles tests/adversarial/lying_buffer.c with the system C compiler.
+"""Compiles the C test extensions in tests/adversarial/ (lying_buffer.c,
+deleter_threads.c) with the system C compiler.
 
 A failing build raises (CalledProcessError): the corpus cases that need the
 extension then fail instead of being skipped.
@@ -11,13 +12,13 @@ import subprocess
 import sys
 import sysconfig
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lying_buffer.c")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def build(folder: str) -> str:
-    """Builds lying_buffer into ``folder`` and returns the folder."""
+def build(folder: str, name: str = "lying_buffer") -> str:
+    """Builds extension ``name`` (``name``.c) into ``folder``; returns the folder."""
     os.makedirs(folder, exist_ok=True)
-    so = os.path.join(folder, "lying_buffer" + sysconfig.get_config_var("EXT_SUFFIX"))
+    so = os.path.join(folder, name + sysconfig.get_config_var("EXT_SUFFIX"))
     cc = os.environ.get("CC", "cc")
     proc = subprocess.run(
         [
@@ -29,7 +30,8 @@ def build(folder: str) -> str:
             "-Wall",
             "-Werror",
             f"-I{sysconfig.get_paths()['include']}",
-            SOURCE,
+            os.path.join(HERE, name + ".c"),
+            "-pthread",
             "-o",
             so,
         ],
@@ -38,9 +40,9 @@ def build(folder: str) -> str:
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"building lying_buffer failed:\n{proc.stdout}\n{proc.stderr}")
+        raise RuntimeError(f"building {name} failed:\n{proc.stdout}\n{proc.stderr}")
     return folder
 
 
 if __name__ == "__main__":
-    print(build(sys.argv[1]))
+    print(build(sys.argv[1], *sys.argv[2:]))
