@@ -30,6 +30,9 @@ STRESS_SECONDS = float(os.environ.get("DLPACKARRAY_STRESS_SECONDS", "3"))
 SHUTDOWN_RUNS = int(os.environ.get("DLPACKARRAY_SHUTDOWN_RUNS", "3"))
 
 RSS_LIMIT = 1 << 20  # bytes of resident-set growth over the measured cycles
+# Under AddressSanitizer freed memory sits in a quarantine (256 MB) before
+# reuse, so the resident set grows by design; tracemalloc still applies.
+SANITIZED = bool(os.environ.get("DLPACKARRAY_SANITIZED"))
 TRACED_LIMIT = 100 << 10  # bytes of tracemalloc growth
 
 # One exchange cycle per protocol path: wrap, export, consume, drop.
@@ -110,7 +113,8 @@ def test_soak_memory_growth(path):
     assert_clean_exit(proc, f"soak {path}")
     growth = json.loads(proc.stdout.strip().splitlines()[-1])
     print(f"soak {path}: {CYCLES} cycles, {growth}")
-    assert growth["rss"] < RSS_LIMIT, growth
+    if not SANITIZED:
+        assert growth["rss"] < RSS_LIMIT, growth
     assert growth["traced"] < TRACED_LIMIT, growth
 
 
