@@ -128,15 +128,18 @@ shared = DLPackArray(shared_src)
 gc.collect()
 base_src = sys.getrefcount(shared_src)
 base_arr = sys.getrefcount(shared)
-stop = time.monotonic() + {seconds}
+deadline = []
+# All threads are running before the clock starts, so each gets its share.
+start = threading.Barrier(16, action=lambda: deadline.append(time.monotonic() + {seconds}))
 counts = [0] * 16
 errors = []
 
 def work(k):
     n = 0
     private = np.arange(32.0) + k
+    start.wait()
     try:
-        while time.monotonic() < stop:
+        while time.monotonic() < deadline[0]:
             # shared: views, exports and consumers of one array from all threads
             x = np.from_dlpack(shared)
             m = memoryview(shared)
@@ -164,6 +167,7 @@ alive = sum(t.is_alive() for t in threads)
 gc.collect()
 print(json.dumps({{
     "ops": sum(counts),
+    "idle_threads": counts.count(0),
     "errors": errors,
     "alive": alive,
     "src_refs": sys.getrefcount(shared_src) - base_src,
@@ -180,7 +184,7 @@ def test_sixteen_threads_share_and_drop_arrays():
     print(f"thread stress: {STRESS_SECONDS} s, {result['ops']} operations")
     assert result["errors"] == [] and result["alive"] == 0, result
     assert result["src_refs"] == 0 and result["arr_refs"] == 0, result
-    assert result["ops"] > 0
+    assert result["idle_threads"] == 0, result
 
 
 @pytest.fixture(scope="module")
