@@ -10,7 +10,7 @@ form (docs/reliability.md):
 - ``DLPACKARRAY_SOAK_CYCLES`` cycles per path (bounded 20000; full 1000000);
 - ``DLPACKARRAY_STRESS_SECONDS`` seconds of 16-thread stress (bounded 3; full 60);
 - ``DLPACKARRAY_SHUTDOWN_RUNS`` interpreters ended with deleters in flight
-  (bounded 3; full 100).
+  (bounded 5; full 100).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import build_ext  # noqa: E402
 
 CYCLES = int(os.environ.get("DLPACKARRAY_SOAK_CYCLES", "20000"))
 STRESS_SECONDS = float(os.environ.get("DLPACKARRAY_STRESS_SECONDS", "3"))
-SHUTDOWN_RUNS = int(os.environ.get("DLPACKARRAY_SHUTDOWN_RUNS", "3"))
+SHUTDOWN_RUNS = int(os.environ.get("DLPACKARRAY_SHUTDOWN_RUNS", "5"))
 
 RSS_LIMIT = 1 << 20  # bytes of resident-set growth over the measured cycles
 # Under AddressSanitizer freed memory sits in a quarantine (256 MB) before
