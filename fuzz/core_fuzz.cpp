@@ -97,7 +97,7 @@ void derived(F&& make, const void* base, int64_t len) {
   }
   try {
     check_derived(out, base, len);
-  } catch (const dla::Error& e) {
+  } catch (const dla::Error&) {
     // A view operation produced something outside its parent: a real bug.
     __builtin_trap();
   }
