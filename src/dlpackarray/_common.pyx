@@ -170,7 +170,9 @@ cdef object device_tuple(DLDevice dev):
     # no dict lookup.
     if dev.device_type == kDLCPU and dev.device_id == 0:
         return _CPU_DEVICE
-    cdef long key = (<long>dev.device_type << 32) | <unsigned int>dev.device_id
+    # Unsigned: a (malformed) negative device type must not be left-shifted.
+    cdef unsigned long long key = (
+        (<unsigned long long><unsigned int>dev.device_type) << 32) | <unsigned int>dev.device_id
     found = _device_cache.get(key)
     if found is not None:
         return found

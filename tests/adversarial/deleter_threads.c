@@ -1,0 +1,161 @@
+/* Calls DLPack deleters the way foreign C code does: from threads that are
+ * not Python threads and do not hold the GIL, racing interpreter shutdown,
+ * or while a Python exception is set.  Used by tests/test_soak.py; built by
+ * tests/adversarial/build_ext.py.
+ *
+ * The managed tensors are passed as integer addresses of
+ * DLManagedTensorVersioned structs (taken out of their capsules by the
+ * tests, which then own them).  Only the deleter field is used; its offset
+ * is fixed by the DLPack ABI: version (8 bytes), manager_ctx, deleter.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct Managed {
+  uint32_t major, minor;
+  void *manager_ctx;
+  void (*deleter)(struct Managed *self);
+} Managed;
+
+typedef struct {
+  Managed **tensors;
+  Py_ssize_t count;
+  long delay_us;
+} Batch;
+
+static void sleep_us(long us) {
+  if (us <= 0) return;
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static void *run_batch(void *arg) {
+  Batch *b = (Batch *)arg;
+  sleep_us(b->delay_us);
+  for (Py_ssize_t i = 0; i < b->count; ++i) {
+    if (b->tensors[i]->deleter != NULL) b->tensors[i]->deleter(b->tensors[i]);
+  }
+  return NULL;
+}
+
+static int read_addresses(PyObject *list, Managed ***out, Py_ssize_t *count) {
+  if (!PyList_Check(list)) {
+    PyErr_SetString(PyExc_TypeError, "expected a list of addresses");
+    return -1;
+  }
+  *count = PyList_GET_SIZE(list);
+  *out = malloc(sizeof(Managed *) * (size_t)(*count > 0 ? *count : 1));
+  if (*out == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < *count; ++i) {
+    (*out)[i] = PyLong_AsVoidPtr(PyList_GET_ITEM(list, i));
+    if ((*out)[i] == NULL) {
+      free(*out);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NULL address");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* delete_in_threads(addresses, nthreads): splits the tensors over nthreads
+ * pthreads that call the deleters without the GIL; joins them with the GIL
+ * released (the deleters need it). */
+static PyObject *delete_in_threads(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *list;
+  int nthreads;
+  if (!PyArg_ParseTuple(args, "Oi", &list, &nthreads)) return NULL;
+  if (nthreads < 1 || nthreads > 256) {
+    PyErr_SetString(PyExc_ValueError, "nthreads must be in 1..256");
+    return NULL;
+  }
+  Managed **tensors;
+  Py_ssize_t count;
+  if (read_addresses(list, &tensors, &count) < 0) return NULL;
+  pthread_t threads[256];
+  Batch batches[256];
+  Py_ssize_t per = (count + nthreads - 1) / nthreads;
+  int started = 0;
+  for (int t = 0; t < nthreads; ++t) {
+    Py_ssize_t lo = t * per, hi = lo + per < count ? lo + per : count;
+    if (lo >= hi) break;
+    batches[t] = (Batch){tensors + lo, hi - lo, 0};
+    if (pthread_create(&threads[t], NULL, run_batch, &batches[t]) != 0) break;
+    started++;
+  }
+  Py_BEGIN_ALLOW_THREADS for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
+  Py_END_ALLOW_THREADS free(tensors);
+  return PyLong_FromLong(started);
+}
+
+/* delete_detached(addresses, delay_us): one detached pthread per tensor, each
+ * sleeping up to delay_us before calling the deleter; returns at once, so the
+ * deleters race whatever the interpreter does next (e.g. shutting down). */
+static PyObject *delete_detached(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *list;
+  long delay_us;
+  if (!PyArg_ParseTuple(args, "Ol", &list, &delay_us)) return NULL;
+  Managed **tensors;
+  Py_ssize_t count;
+  if (read_addresses(list, &tensors, &count) < 0) return NULL;
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    /* Leaked on purpose: the thread may outlive everything else. */
+    Batch *b = malloc(sizeof(Batch));
+    Managed **one = malloc(sizeof(Managed *));
+    if (b == NULL || one == NULL) {
+      free(b);
+      free(one);
+      break;
+    }
+    one[0] = tensors[i];
+    *b = (Batch){one, 1, delay_us > 0 ? (long)(i * 7919 % (delay_us + 1)) : 0};
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, run_batch, b) != 0) break;
+    pthread_detach(thread);
+  }
+  free(tensors);
+  Py_RETURN_NONE;
+}
+
+/* delete_with_error_set(address): calls the deleter while a ValueError is
+ * set, as happens when an owner dies during exception propagation.  Returns
+ * True when the same exception is still set afterwards (then cleared). */
+static PyObject *delete_with_error_set(PyObject *self, PyObject *arg) {
+  (void)self;
+  Managed *m = PyLong_AsVoidPtr(arg);
+  if (m == NULL) return NULL;
+  PyErr_SetString(PyExc_ValueError, "in flight");
+  m->deleter(m);
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  int kept = type == PyExc_ValueError && value != NULL;
+  if (kept) {
+    PyObject *text = PyObject_Str(value);
+    kept = text != NULL && PyUnicode_CompareWithASCIIString(text, "in flight") == 0;
+    Py_XDECREF(text);
+    PyErr_Clear();
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  return PyBool_FromLong(kept);
+}
+
+static PyMethodDef methods[] = {
+    {"delete_in_threads", delete_in_threads, METH_VARARGS, "deleters from pthreads, joined"},
+    {"delete_detached", delete_detached, METH_VARARGS, "deleters from detached pthreads"},
+    {"delete_with_error_set", delete_with_error_set, METH_O, "deleter with an error set"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "deleter_threads",
+                                    "DLPack deleters from foreign threads.", -1, methods};
+
+PyMODINIT_FUNC PyInit_deleter_threads(void) { return PyModule_Create(&module); }
