@@ -176,16 +176,22 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     _take_exporter(owner)
     cdef Py_buffer* b = &owner.buf
     cdef int i
+    # ndim first: it bounds every array read below.
+    if b.ndim < 0 or b.ndim > kMaxNdim:
+        raise BufferError(
+            f"{type(obj).__name__} exports a buffer with ndim {b.ndim}; "
+            f"at most {kMaxNdim} dimensions are supported")
+    if b.shape == NULL and b.ndim > 1:
+        # PyBUF_ND was requested, so a shape is mandatory (PEP 3118); only the
+        # 1-D case has a documented meaning without one (len / itemsize items).
+        raise BufferError(
+            f"{type(obj).__name__} exports a {b.ndim}-dimensional buffer with a NULL shape")
     if b.suboffsets != NULL:
         for i in range(b.ndim):
             if b.suboffsets[i] >= 0:
                 raise BufferError(
                     f"{type(obj).__name__} exports an indirect (PIL-style) buffer with "
                     "suboffsets; DLPack can only describe strided memory")
-    if b.ndim < 0 or b.ndim > kMaxNdim:
-        raise BufferError(
-            f"{type(obj).__name__} exports a buffer with ndim {b.ndim}; "
-            f"at most {kMaxNdim} dimensions are supported")
     out.dtype = dtype_from_pep3118(b.format, b.itemsize)
     out.data = b.buf
     out.byte_offset = 0

@@ -274,7 +274,7 @@ def cases():
                     consume(path, versioned, shape=(4,), strides=(1,), dtype=(2, 32, lanes)),
                     BufferError,
                     rf"lanes={lanes}\) has lanes != 1; vector dtypes cannot be represented "
-                    r"element-wise \[deleter_calls=1\]$",
+                    r"element-wise" + SUPPORTED_LIST + r" \[deleter_calls=1\]$",
                 )
             )
 
@@ -411,6 +411,13 @@ _SUPPORTED = {
 }
 
 
+# Every unsupported-dtype message ends by listing what is supported (issue 7, item 9).
+SUPPORTED_LIST = (
+    r"; supported dtypes are bool, int8, .*float64, bfloat16, complex64, complex128, "
+    r"float8_\w+.*\(one lane, whole bytes, native byte order\)"
+)
+
+
 def dtype_expectation(code, bits):
     name = _SUPPORTED.get((code, bits))
     if name is not None:
@@ -421,4 +428,4 @@ def dtype_expectation(code, bits):
         text = rf"dtype {spelled} is a sub-byte type; packed sub-byte data is not supported"
     else:
         text = rf"unsupported dtype {spelled}"
-    return BufferError, text + r" \[deleter_calls=1\]$", None
+    return BufferError, text + SUPPORTED_LIST + r" \[deleter_calls=1\]$", None

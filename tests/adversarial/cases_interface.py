@@ -94,9 +94,27 @@ def cases():
     for t in ("xyz", "", "f4", "<F4", "<f0", "<i-4", "<c32", "<<f4", "<f4 ", " <f4", "<f+4", "<4"):
         add(f"typestr_form/{t!r}", base(typestr=t), TypeError, "invalid array-interface typestr")
     for t, bits in (("<i3", 24), ("<c4", 32), ("<f16", 128), ("<u16", 128), ("<f3", 24)):
-        add(f"typestr_width/{t}", base(typestr=t), TypeError, f"names a {bits}-bit type")
-    for t in ("<m8", "<M8", "|S4", "<U1", "|O8", "|V16"):
-        add(f"typestr_kind/{t}", base(typestr=t), TypeError, "has no DLPack equivalent")
+        add(
+            f"typestr_width/{t}",
+            base(typestr=t),
+            BufferError,
+            f"names a {bits}-bit type that DLPack cannot represent; supported dtypes are ",
+        )
+    # Well-formed kinds DLPack has no type for: BufferError naming the kind (issue 7, item 9).
+    for t, what in (
+        ("<m8", "timedelta64"),
+        ("<M8", "datetime64"),
+        ("|S4", "bytes"),
+        ("<U1", "str"),
+        ("|O8", "Python object"),
+        ("|V16", "void/structured"),
+    ):
+        add(
+            f"typestr_kind/{t}",
+            base(typestr=t),
+            BufferError,
+            rf"holds {what} data \(kind .{t[1]}.\), which DLPack cannot describe; supported",
+        )
     for t in (b"<f4", 4, ("<f4",)):
         add(f"typestr_type/{t!r}", base(typestr=t), TypeError, "'typestr' must be a str")
     for t in (">f4", ">i8", ">c16", ">u2"):
@@ -109,12 +127,16 @@ def cases():
             value=ok((64 // size,), (1,), dtype=name),
         )
 
-    # descr
+    # descr: structured dtypes are well-formed but unsupported (BufferError); a malformed
+    # descr is a TypeError.
     for d, text in (
         ([("a", "<f4"), ("b", "<f4")], "structured dtype with 2"),
         ([("x", "<f4")], "named field 'x'"),
         ([("", "<f4", (2,))], "sub-array"),
         ([("", [("a", "<f4")])], "nested"),
+    ):
+        add(f"descr/{d!r}", base(descr=d), BufferError, text)
+    for d, text in (
         ([], "0 fields"),
         ("<f4", "'descr' must be a list"),
         (["<f4"], "entries must be"),

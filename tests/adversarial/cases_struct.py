@@ -70,7 +70,20 @@ def cases():
             ValueError,
             rf"itemsize {itemsize}; it must be positive",
         )
-    for kind in b"OSUVMm?aBxz\x00\x7f\x80\xff ":
+    # NumPy kinds DLPack has no type for: BufferError naming the kind (issue 7, item 9).
+    for kind, what in zip(
+        b"OSUVMma",
+        ("Python object", "bytes", "str", "void/structured", "datetime64", "timedelta64", "bytes"),
+        strict=True,
+    ):
+        add(
+            f"typekind/{kind}",
+            forge(typekind=bytes([kind])),
+            BufferError,
+            rf"holds {what} data \(kind '{chr(kind)}'\), which DLPack cannot describe; supported",
+        )
+    # Bytes that are no NumPy kind at all: a malformed struct, TypeError.
+    for kind in b"?Bxz\x00\x7f\x80\xff ":
         add(
             f"typekind/{kind}",
             forge(typekind=bytes([kind])),
@@ -81,8 +94,8 @@ def cases():
         add(
             f"width/{kind.decode()}{size}",
             forge(typekind=kind, itemsize=size, shape=(1,)),
-            TypeError,
-            rf"names a {size * 8}-bit type that DLPack cannot represent",
+            BufferError,
+            rf"names a {size * 8}-bit type that DLPack cannot represent; supported dtypes are ",
         )
     for kind, size in ((b"i", 4), (b"u", 2), (b"f", 8), (b"c", 8)):
         add(
