@@ -26,6 +26,7 @@ from dlpackarray.core cimport (
 )
 from dlpackarray._buffer cimport BufferOwner, acquire_buffer
 from dlpackarray._common cimport parse_dtype
+from dlpackarray._cuda cimport synchronize_for_host_read
 from dlpackarray._views cimport as_int64
 
 cdef object _numpy = None
@@ -340,7 +341,11 @@ cdef int _check_host(const TensorView* v, str what) except -1:
     if not device_is_host_accessible(v.device):
         raise AttributeError(
             f"{what} describes host memory only; this array lives on device type "
-            f"{<int>v.device.device_type}: use __dlpack__")
+            f"{<int>v.device.device_type}: use __dlpack__ (a host copy: "
+            "__dlpack__(dl_device=(1, 0)) or DLPackArray(x, device='cpu'))")
+    if v.device.device_type != kDLCPU:
+        # CUDA hook: pinned/managed memory is handed to the host once ready.
+        synchronize_for_host_read(v)
     return 0
 
 
@@ -422,7 +427,9 @@ cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, obj
     if not device_is_host_accessible(v.device):
         raise BufferError(
             f"__array__ needs host memory; this array lives on device type "
-            f"{<int>v.device.device_type}")
+            f"{<int>v.device.device_type}; for a host copy use DLPackArray(x, device='cpu')")
+    if v.device.device_type != kDLCPU:
+        synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
     np = _import_numpy()
     if pep3118_from_dtype(v.dtype) != NULL:
         # The buffer protocol is NumPy's fastest zero-copy route; the

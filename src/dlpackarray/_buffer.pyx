@@ -8,6 +8,7 @@ from cpython.buffer cimport (
 from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport kDLCPU
+from dlpackarray._cuda cimport synchronize_for_host_read
 from dlpackarray.core cimport (
     TensorView, device_is_host_accessible, dtype_from_pep3118, dtype_itemsize, dtype_name,
     is_c_contiguous, is_f_contiguous, kMaxNdim, pep3118_from_dtype, set_strides_from_bytes,
@@ -114,7 +115,10 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
     if not device_is_host_accessible(v.device):
         raise BufferError(
             "the buffer protocol can only export host memory; this array lives on "
-            f"device type {<int>v.device.device_type}")
+            f"device type {<int>v.device.device_type}; for a host copy use "
+            "DLPackArray(x, device='cpu')")
+    if v.device.device_type != kDLCPU:
+        synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
     cdef const char* fmt = pep3118_from_dtype(v.dtype)
     cdef bint simple = (flags & PyBUF_ND) != PyBUF_ND
     cdef bint c_contig = is_c_contiguous(v[0])
