@@ -19,16 +19,27 @@ import time
 # machine they steal cycles from the single-threaded cases measured here.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from benchmarks import cases_arrow, cases_copies, cases_exchange, cases_scaling, report
+from benchmarks import (
+    cases_arrow,
+    cases_copies,
+    cases_cuda,
+    cases_exchange,
+    cases_scaling,
+    report,
+)
 from benchmarks.harness import Settings, now_iso, run_case
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9")
+FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B11")
 
 
 def all_cases():
     return (
-        cases_exchange.cases() + cases_copies.cases() + cases_scaling.cases() + cases_arrow.cases()
+        cases_exchange.cases()
+        + cases_copies.cases()
+        + cases_scaling.cases()
+        + cases_arrow.cases()
+        + cases_cuda.cases()
     )
 
 
