@@ -106,15 +106,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _matches(case, wanted: str) -> bool:
+    # A family by its exact name ("B1" is not "B11"), a case by a name prefix.
+    return case.family == wanted or ("/" in wanted and case.name.startswith(wanted))
+
+
 def select(cases, spec: str | None, smoke: bool):
     chosen = [c for c in cases if c.smoke or not smoke]
     if not spec:
         return chosen
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
-    unknown = [w for w in wanted if not any(c.family == w or c.name.startswith(w) for c in cases)]
+    unknown = [w for w in wanted if not any(_matches(c, w) for c in cases)]
     if unknown:
         raise SystemExit(f"unknown case(s) {unknown}; families are {', '.join(FAMILIES)}")
-    return [c for c in chosen if any(c.family == w or c.name.startswith(w) for w in wanted)]
+    return [c for c in chosen if any(_matches(c, w) for w in wanted)]
 
 
 def main(argv=None) -> dict:

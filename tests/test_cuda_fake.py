@@ -44,6 +44,7 @@ def run_scenario(name, driver):
         "dlpack_import_passes_the_consumer_stream",
         "export_orders_streams_exactly",
         "random_views_copy_to_host_exactly",
+        "stream_given_at_import_orders_other_sources",
     ],
 )
 def test_fake_driver_scenario(name, fake_driver):

@@ -35,7 +35,8 @@ from dlpackarray._arrow cimport (
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 from dlpackarray._cuda cimport (
-    consumer_stream_argument, export_cuda_array_interface, is_cuda_device, set_ready_stream,
+    adopt_consumer_stream, consumer_stream_argument, export_cuda_array_interface, is_cuda_device,
+    set_ready_stream,
     synchronize_for_host_read, view_from_cuda_array_interface,
 )
 
@@ -324,11 +325,14 @@ cdef class DLPackArray:
         memory is synchronised and relabelled, CUDA device memory copied to
         the host); anything else raises :class:`BufferError`.
     stream : int or None, optional
-        The consumer's CUDA stream, passed to a DLPack producer's
-        ``__dlpack__`` after asking its ``__dlpack_device__`` (1: legacy
-        default stream, 2: per-thread, larger: a ``CUstream`` handle, -1:
-        no synchronisation; 0 is refused for CUDA).  The data is then ready
-        on that stream.  ``None`` asks the producer with no stream.
+        The consumer's CUDA stream (1: legacy default stream, 2: per-thread,
+        larger: a ``CUstream`` handle, -1: no synchronisation; 0 is refused
+        for CUDA, anything but -1 for CPU data).  A DLPack producer gets it
+        in ``__dlpack__`` after its ``__dlpack_device__`` was asked; for other
+        sources (CUDA array interface, capsules, DLPackArrays) dlpackarray
+        orders it after the data's ready stream itself.  Either way the data
+        is then ready on that stream.  ``None``: the producer is asked with
+        no stream.
 
     Notes
     -----
@@ -355,6 +359,8 @@ cdef class DLPackArray:
             self._byte_strides = NULL
         try:
             _import_into(self, obj, copy, device, False, stream)
+            if stream is not None:
+                adopt_consumer_stream(&self._view, stream, device is not None)
         except BaseException:
             # A failed import may have written half a descriptor pointing at
             # memory that is already released: never let it be exported.
@@ -848,4 +854,6 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     _import_into(a, x, copy, device, True, stream)
+    if stream is not None:
+        adopt_consumer_stream(&a._view, stream, device is not None)
     return a

@@ -20,5 +20,6 @@ cdef int copy_device_to_host_into(const TensorView* src, void* dst) except -1
 cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst)
 cdef object consumer_stream_argument(object producer, object stream)
 cdef int set_ready_stream(TensorView* v, object stream) except -1
+cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except -1
 cdef object view_from_cuda_array_interface(object obj, object iface, TensorView* out)
 cdef dict export_cuda_array_interface(const TensorView* v, tuple shape)

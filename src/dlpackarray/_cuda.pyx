@@ -146,6 +146,26 @@ cdef int set_ready_stream(TensorView* v, object stream) except -1:
     return 0
 
 
+cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except -1:
+    """After any import with ``stream=S``: makes the data ready on S.
+
+    A DLPack producer was asked to do that itself (then S already is the
+    ready stream and nothing happens); for a CUDA array interface, a capsule
+    or another DLPackArray, S is ordered after the data's ready stream here.
+    ``moved``: the import changed the device (a device request), so a stream
+    checked against the source's device is not re-checked against the CPU.
+    """
+    if stream is None:
+        return 0
+    if not (moved and v.device.device_type == kDLCPU):
+        _check_stream_value(v.device, stream)
+    if stream == -1 or not is_cuda_family(v.device):
+        return 0
+    order_for_consumer(v, stream)
+    v.ready_stream = stream_from_int(<uint64_t>stream)
+    return 0
+
+
 cdef tuple _int_tuple(object value, str field):
     if not isinstance(value, tuple) or not all([isinstance(x, int) for x in value]):
         raise TypeError(f"__cuda_array_interface__['{field}'] must be a tuple of ints, got "

@@ -404,3 +404,40 @@ def random_views_copy_to_host_exactly():
         assert moved == ref.nbytes
 
     check()
+
+
+def stream_given_at_import_orders_other_sources():
+    f = fake()
+    src = np.arange(6, dtype=np.float32)
+    p = f.device_array(src)
+    # A CUDA array interface ready on 0x5000, consumed on 0x7000.
+    f.clear()
+    x = DLPackArray(cai(p, (6,), stream=0x5000), stream=0x7000)
+    assert ordering_calls(f) == [("cuEventRecord", 0x5000), ("cuStreamWaitEvent", 0x7000)]
+    assert x.__cuda_array_interface__["stream"] == 0x7000
+    # Another DLPackArray, and the same stream again: nothing to do.
+    f.clear()
+    y = DLPackArray(x, stream=0x7000)
+    assert ordering_calls(f) == [] and y.__cuda_array_interface__["stream"] == 0x7000
+    # A bare capsule is ready on the legacy stream.
+    f.clear()
+    z = dlpackarray.from_dlpack(x.__dlpack__(max_version=(1, 3), stream=-1), stream=2)
+    assert ordering_calls(f) == [("cuEventRecord", 1), ("cuStreamWaitEvent", 2)]
+    assert z.__cuda_array_interface__["stream"] == 2
+    # -1: nothing ordered, the source's ready stream kept.
+    f.clear()
+    w = DLPackArray(cai(p, (6,), stream=0x5000), stream=-1)
+    assert ordering_calls(f) == [] and w.__cuda_array_interface__["stream"] == 0x5000
+    for bad, kind in ((0, ValueError), (-3, ValueError), ("x", TypeError)):
+        try:
+            DLPackArray(cai(p, (6,)), stream=bad)
+        except kind:
+            pass
+        else:
+            raise AssertionError(f"stream={bad!r} accepted")
+    try:
+        DLPackArray(bytearray(4), stream=5)
+    except ValueError as e:
+        assert "CPU" in str(e)
+    else:
+        raise AssertionError("a CUDA stream was accepted for host data")
