@@ -59,8 +59,7 @@ cdef inline void* _consumer_handle(object stream):
 
 cdef int order_for_consumer(const TensorView* v, object stream) except -1:
     """Makes the consumer's ``stream`` (validated, not -1) wait for ``v``'s data."""
-    order_streams(v.device.device_id if v.device.device_type == kDLCUDA else 0,
-                  v.ready_stream, _consumer_handle(stream))
+    order_streams(v.device.device_id, v.ready_stream, _consumer_handle(stream))
     return 0
 
 
