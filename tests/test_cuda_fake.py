@@ -45,6 +45,8 @@ def run_scenario(name, driver):
         "export_orders_streams_exactly",
         "random_views_copy_to_host_exactly",
         "stream_given_at_import_orders_other_sources",
+        "driver_errors_are_clean_exceptions",
+        "every_api_on_device_data_is_safe",
     ],
 )
 def test_fake_driver_scenario(name, fake_driver):

@@ -44,6 +44,10 @@ class FakeCuda:
             getattr(self.lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         self.lib.fake_free.argtypes = [ctypes.c_void_p]
 
+    def fail_next(self, name: str, code: int = 1) -> None:
+        """Makes the next call of entry point ``name`` return ``code``."""
+        self.lib.fake_fail_next(name.encode(), code)
+
     def log(self) -> list[str]:
         return self.lib.fake_log().decode().splitlines()
 

@@ -39,6 +39,21 @@ static size_t log_len = 0, log_cap = 0;
 static int initialised = 0;
 static int logging = 1;
 
+/* Error injection: the next call of `fail_name` returns `fail_code`. */
+static char fail_name[64];
+static int fail_code;
+void fake_fail_next(const char* name, int code) {
+  snprintf(fail_name, sizeof fail_name, "%s", name);
+  fail_code = code;
+}
+#define FAIL_IF_ASKED(name)                                  \
+  do {                                                       \
+    if (fail_name[0] && strcmp(fail_name, name) == 0) {      \
+      fail_name[0] = '\0';                                   \
+      return fail_code;                                      \
+    }                                                        \
+  } while (0)
+
 /* Benchmarks switch the log off: it would grow without bound. */
 void fake_set_logging(int on) { logging = on; }
 
@@ -199,12 +214,14 @@ CUresult cuEventCreate(void** ev, unsigned flags) {
 }
 
 CUresult cuEventRecord(void* ev, void* stream) {
+  FAIL_IF_ASKED("cuEventRecord");
   logf_("cuEventRecord ev=0x%lx stream=0x%lx", (unsigned long)(uintptr_t)ev,
         (unsigned long)(uintptr_t)stream);
   return 0;
 }
 
 CUresult cuStreamWaitEvent(void* stream, void* ev, unsigned flags) {
+  FAIL_IF_ASKED("cuStreamWaitEvent");
   logf_("cuStreamWaitEvent stream=0x%lx ev=0x%lx flags=%u", (unsigned long)(uintptr_t)stream,
         (unsigned long)(uintptr_t)ev, flags);
   return 0;
@@ -216,6 +233,7 @@ CUresult cuEventDestroy_v2(void* ev) {
 }
 
 CUresult cuStreamSynchronize(void* stream) {
+  FAIL_IF_ASKED("cuStreamSynchronize");
   if (current_device() < 0) return 201;
   logf_("cuStreamSynchronize stream=0x%lx", (unsigned long)(uintptr_t)stream);
   return 0;
@@ -238,6 +256,7 @@ typedef struct {
 } Memcpy2D;
 
 CUresult cuMemcpy2DAsync_v2(const Memcpy2D* c, void* stream) {
+  FAIL_IF_ASKED("cuMemcpy2DAsync_v2");
   logf_("cuMemcpy2DAsync stream=0x%lx src=0x%llx dst=%s width=%zu height=%zu spitch=%zu "
         "dpitch=%zu", (unsigned long)(uintptr_t)stream,
         c->srcMemoryType == 1 ? (CUdeviceptr)(uintptr_t)c->srcHost : c->srcDevice,
@@ -265,6 +284,7 @@ CUresult cuMemcpy2DAsync_v2(const Memcpy2D* c, void* stream) {
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  FAIL_IF_ASKED("cuMemAlloc_v2");
   if (current_device() < 0) return 201;
   void* q = fake_alloc(bytes, KIND_DEVICE, current_device());
   if (!q) return 2;

@@ -441,3 +441,122 @@ def stream_given_at_import_orders_other_sources():
         assert "CPU" in str(e)
     else:
         raise AssertionError("a CUDA stream was accepted for host data")
+
+
+def driver_errors_are_clean_exceptions():
+    import gc
+
+    f = fake()
+    src = np.arange(12, dtype=np.float32).reshape(3, 4)
+    p = f.device_array(src)
+    x = DLPackArray(cai(p, src.shape, stream=0x5000))
+    for entry in ("cuEventRecord", "cuStreamWaitEvent"):
+        f.clear()
+        f.fail_next(entry)
+        try:
+            x.__dlpack__(stream=0x7000)
+        except BufferError as e:
+            assert "CUDA_ERROR_INVALID_VALUE" in str(e), e
+        else:
+            raise AssertionError(f"{entry} failure not reported")
+        # The event is released and the context popped even on failure.
+        assert len(f.calls("cuEventCreate")) == len(f.calls("cuEventDestroy")) == 1
+        assert len(f.calls("cuCtxPushCurrent")) == len(f.calls("cuCtxPopCurrent"))
+    before = f.live_allocations()
+    for entry in ("cuMemAlloc_v2", "cuMemcpy2DAsync_v2"):
+        f.fail_next(entry)
+        try:
+            x[:, 1:].__dlpack__(max_version=(1, 3), copy=True)
+        except BufferError:
+            pass
+        else:
+            raise AssertionError(f"{entry} failure not reported")
+        gc.collect()
+        assert f.live_allocations() == before, f"{entry}: device memory leaked"
+    for entry in ("cuMemcpy2DAsync_v2", "cuStreamSynchronize"):
+        f.fail_next(entry)
+        try:
+            DLPackArray(x, device="cpu")
+        except BufferError:
+            pass
+        else:
+            raise AssertionError(f"{entry} failure not reported")
+    # A device the driver does not have.
+    q = f.alloc(16, device=7)
+    y = DLPackArray(cai(q, (4,)))
+    assert y.device == (DLDeviceType.CUDA, 7)
+    try:
+        DLPackArray(y, device="cpu")
+    except BufferError as e:
+        assert "cuDeviceGet" in str(e), e
+    else:
+        raise AssertionError("copy from a missing device succeeded")
+    # Everything still works afterwards.
+    np.testing.assert_array_equal(host_copy(x), src)
+
+
+def every_api_on_device_data_is_safe():
+    # Each public method and property of a CUDA DLPackArray either works
+    # without touching the memory or raises; a host read would crash here.
+    import operator
+
+    f = fake()
+    src = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    p = f.device_array(src)
+    x = DLPackArray(cai(p, src.shape))
+    one = x[0, 0, 0]
+    attempts = {
+        "repr": lambda: repr(x),
+        "props": lambda: (
+            x.shape,
+            x.strides,
+            x.dtype,
+            x.device,
+            x.ndim,
+            x.size,
+            x.itemsize,
+            x.nbytes,
+            x.readonly,
+            x.data_ptr,
+            x.byte_offset,
+            x.c_contiguous,
+            x.f_contiguous,
+        ),  # fmt: skip
+        "len": lambda: len(x),
+        "views": lambda: (
+            x[1:, ::2],
+            x.reshape(6, 4),
+            x.T,
+            x.permute(2, 0, 1),
+            x.view("int32"),
+            x.transpose(1, 0, 2),
+        ),  # fmt: skip
+        "dlpack": lambda: x.__dlpack__(max_version=(1, 3)),
+        "dlpack legacy": lambda: x.__dlpack__(),
+        "cai": lambda: x.__cuda_array_interface__,
+        "array_interface": lambda: x.__array_interface__,
+        "array_struct": lambda: x.__array_struct__,
+        "array": lambda: x.__array__(),
+        "numpy": lambda: np.asarray(x),
+        "memoryview": lambda: memoryview(x),
+        "bytes": lambda: bytes(x),
+        "item": lambda: one.item(),
+        "tolist": lambda: x.tolist(),
+        "float": lambda: float(one),
+        "int": lambda: int(one),
+        "complex": lambda: complex(one),
+        "bool": lambda: bool(one),
+        "index": lambda: operator.index(x[0, 0, 0].view("int32")),
+        "arrow schema": lambda: x.__arrow_c_schema__(),
+        "arrow array": lambda: x.__arrow_c_array__(),
+        "arrow device array": lambda: x.__arrow_c_device_array__(),
+        "arrow stream": lambda: x.__arrow_c_stream__(),
+        "torch": lambda: __import__("torch").from_dlpack(x),
+    }
+    for name, attempt in attempts.items():
+        try:
+            attempt()
+        except Exception as e:  # noqa: BLE001 -- refusing is fine, reading is not
+            print(f"{name}: {type(e).__name__}: {e}")
+    # The copy routes do work, through the driver.
+    np.testing.assert_array_equal(host_copy(x), src)
