@@ -331,6 +331,7 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
             owner = copy_to_heap(v, &copied)
         flags |= kFlagIsCopied
         v = &copied
-    if order:
+    if order and is_cuda_stream_device(v.device):
+        # (A host copy of pinned/managed memory is ready already: no ordering.)
         order_for_consumer(v, stream)
     return _new_capsule(v, owner, versioned, flags)

@@ -268,6 +268,12 @@ def pinned_and_managed_synchronise_before_host_reads():
         cap = x.__dlpack__(max_version=(1, 3), dl_device=(1, 0))
         assert f.calls("cuStreamSynchronize") == ["cuStreamSynchronize stream=0x6000"]
         assert dc.tensor_fields(cap)["data"] == p
+        # A host copy (copy=True keeps no device for host-accessible memory)
+        # is ready once made: synchronised, and no stream ordering after it.
+        f.clear()
+        cap = x.__dlpack__(max_version=(1, 3), copy=True, stream=0x7000)
+        assert dc.tensor_fields(cap)["device"] == (1, 0)
+        assert f.calls("cuStreamSynchronize") and not f.calls("cuEventRecord"), f.log()
         # Every host read or CPU export of the memory waits for it first.
         for read in (np.asarray, memoryview, lambda a: a.tolist(), lambda a: a.copy(),
                      lambda a: a.__array_interface__):  # fmt: skip
