@@ -124,7 +124,12 @@ cdef object consumer_stream_argument(object producer, object stream):
     cdef DLDevice d
     if stream is None:
         return None
-    device = producer.__dlpack_device__()
+    query = getattr(producer, "__dlpack_device__", None)
+    if query is None:
+        raise TypeError(
+            f"stream={stream!r} needs the producer's __dlpack_device__ to know what the stream "
+            f"means (DLPack spec), and '{type(producer).__name__}' has none")
+    device = query()
     if (not isinstance(device, tuple) or len(<tuple>device) != 2
             or not isinstance(device[0], int) or not isinstance(device[1], int)):
         raise TypeError(f"__dlpack_device__() must return (device_type, device_id), got "

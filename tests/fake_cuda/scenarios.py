@@ -331,6 +331,17 @@ def dlpack_import_passes_the_consumer_stream():
         raise AssertionError("a CUDA stream was accepted for a CPU producer")
     DLPackArray(cpu, stream=-1)
     assert cpu.streams == [None]
+
+    class NoDevice:
+        def __dlpack__(self, **kw):
+            raise AssertionError("called without knowing the device")
+
+    try:
+        DLPackArray(NoDevice(), stream=1)
+    except TypeError as e:
+        assert "__dlpack_device__" in str(e)
+    else:
+        raise AssertionError("stream passed without a device query")
     # No stream: the producer is asked as before, without a device query.
     prod = FakeProducer(f, src)
     DLPackArray(prod)
