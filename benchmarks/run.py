@@ -23,6 +23,7 @@ from benchmarks import (
     cases_arrow,
     cases_capi,
     cases_copies,
+    cases_cuda,
     cases_exchange,
     cases_scaling,
     report,
@@ -30,7 +31,7 @@ from benchmarks import (
 from benchmarks.harness import Settings, now_iso, run_case
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10")
+FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11")
 
 
 def all_cases():
@@ -40,6 +41,7 @@ def all_cases():
         + cases_scaling.cases()
         + cases_arrow.cases()
         + cases_capi.cases()
+        + cases_cuda.cases()
     )
 
 
@@ -99,11 +101,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--cases",
         default=None,
-        help="comma-separated families (B1..B10) or case-name prefixes",
+        help="comma-separated families (B1..B11) or case-name prefixes",
     )
     p.add_argument("--out-dir", default=RESULTS_DIR, help="where results are written")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     return p.parse_args(argv)
+
+
+def _matches(case, wanted: str) -> bool:
+    # A family by its exact name ("B1" is not "B11"), a case by a name prefix.
+    return case.family == wanted or ("/" in wanted and case.name.startswith(wanted))
 
 
 def select(cases, spec: str | None, smoke: bool):
@@ -115,12 +122,6 @@ def select(cases, spec: str | None, smoke: bool):
     if unknown:
         raise SystemExit(f"unknown case(s) {unknown}; families are {', '.join(FAMILIES)}")
     return [c for c in chosen if any(_matches(c, w) for w in wanted)]
-
-
-def _matches(case, w: str) -> bool:
-    # A bare family ("B1") must not select B10's cases: name prefixes count
-    # only once they contain a "/" ("B6/2d-transposed").
-    return case.family == w or ("/" in w and case.name.startswith(w))
 
 
 def main(argv=None) -> dict:

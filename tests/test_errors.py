@@ -265,8 +265,13 @@ def test_copy_allocation_failure_is_memory_error():
 
 
 def test_copy_of_device_memory_refused():
+    x, _ = consume(shape=(4,), strides=(1,), device=(7, 0))  # Vulkan
+    with pytest.raises(BufferError, match=r"cannot copy: the data is on device VULKAN:0"):
+        x.copy()
+    # CUDA memory is copied by the driver (tests/test_cuda_fake.py); without
+    # one the error says so.
     x, _ = consume(shape=(4,), strides=(1,), device=(dc.KDL_CUDA, 0))
-    with pytest.raises(BufferError, match=r"cannot copy: the data is on device CUDA:0"):
+    with pytest.raises(BufferError, match="CUDA driver"):
         x.copy()
 
 
@@ -288,7 +293,7 @@ def test_bad_copy_argument(copy):
         ((0, 0), ValueError, "invalid device"),
         ((1, -1), ValueError, "invalid device"),
         ((2**31, 0), ValueError, "invalid device"),
-        ((2, 0), BufferError, "dlpackarray copies between host memory only"),
+        ((2, 0), BufferError, "between host memory and from CUDA devices to the host only"),
     ],
 )
 def test_bad_device_argument(device, exc, match):
@@ -323,7 +328,9 @@ def test_device_data_to_cpu():
         data=0x1000,
         device=(dc.KDL_CUDA, 0),
     )
-    with pytest.raises(BufferError, match="cannot move data from device"):
+    # A device -> host copy through the CUDA driver (tests/test_cuda_fake.py);
+    # this machine has none, which the error says.
+    with pytest.raises(BufferError, match="CUDA driver"):
         DLPackArray(q.capsule(), device="cpu")
     assert q.deleter_calls == 1
 

@@ -10,8 +10,10 @@ import pytest
 
 from dlpackarray import DLPackArray, from_dlpack
 
+KDL_VULKAN = 7  # device memory dlpackarray can neither read nor copy
 
-def on_device(device=(dc.KDL_CUDA, 0)):
+
+def on_device(device=(KDL_VULKAN, 0)):
     p = dc.Producer(None, shape=(4,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 1), data=0x1000,
                     device=device)  # fmt: skip
     return DLPackArray(p.capsule())
@@ -31,7 +33,7 @@ def test_copy_rule(call):
         call()
 
 
-HOST_RULE = "the data is on device CUDA:0 and dlpackarray reads host memory only"
+HOST_RULE = "the data is on device VULKAN:0 and dlpackarray reads host memory only"
 
 
 @pytest.mark.parametrize(
@@ -59,24 +61,37 @@ def test_host_rule_on_protocol_probes_reads_as_a_missing_attribute(attr):
     assert not hasattr(x, attr)
 
 
+def test_host_rule_names_the_host_copy_for_cuda_data():
+    # CUDA device memory can be copied to the host (through the driver, docs/cuda.md).
+    with pytest.raises(BufferError) as info:
+        memoryview(on_device((dc.KDL_CUDA, 0)))
+    assert str(info.value) == (
+        "cannot export the data through the buffer protocol: the data is on device CUDA:0 and "
+        "dlpackarray reads host memory only; for a host copy use DLPackArray(x, device='cpu') "
+        "or __dlpack__(dl_device=(1, 0))"
+    )
+
+
 def test_device_rule_consumer_and_producer():
     x = on_device()
+    reach = "dlpackarray copies between host memory and from CUDA devices to the host only"
     with pytest.raises(BufferError) as consumer:
         DLPackArray(x, device="cpu")
-    assert str(consumer.value) == (
-        "cannot move data from device CUDA:0 to CPU:0: dlpackarray copies between host memory only"
-    )
+    assert str(consumer.value) == f"cannot move data from device VULKAN:0 to CPU:0: {reach}"
     with pytest.raises(ValueError) as no_copy:
         from_dlpack(x, device="cpu", copy=False)
     assert str(no_copy.value) == (
-        "data on device CUDA:0 cannot reach device CPU:0 without a copy, and copy=False was given"
+        "data on device VULKAN:0 cannot reach device CPU:0 without a copy, and copy=False was given"
     )
     with pytest.raises(BufferError) as producer:
         x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
-    assert str(producer.value) == (
-        "cannot export data on device CUDA:0 to device CPU:0: dlpackarray copies between host "
-        "memory only"
-    )
+    assert str(producer.value) == f"cannot export data on device VULKAN:0 to device CPU:0: {reach}"
+    # CUDA data reaches the CPU through a copy, so only copy=False is refused.
+    cuda = on_device((dc.KDL_CUDA, 0))
+    with pytest.raises(ValueError, match="CUDA:0 cannot reach device CPU:0 without a copy"):
+        from_dlpack(cuda, device="cpu", copy=False)
+    with pytest.raises(BufferError, match="CUDA:0 cannot reach device CPU:0 without a copy"):
+        cuda.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
 
 
 @pytest.mark.parametrize("device", [(3, 0), (13, 1)])  # CUDA_HOST, CUDA_MANAGED

@@ -328,8 +328,10 @@ def test_signature_of_dlpack_bound_and_unbound():
     assert list(bound.parameters) == ["stream", "max_version", "dl_device", "copy"]
     for p in bound.parameters.values():
         assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None
-    assert str(inspect.signature(dlpackarray.from_dlpack)) == "(x, /, *, device=None, copy=None)"
+    assert str(inspect.signature(dlpackarray.from_dlpack)) == (
+        "(x, /, *, device=None, copy=None, stream=None)"
+    )
     # The constructor's "/" follows obj (Cython's own embedded class signature counted self).
     assert str(inspect.signature(dlpackarray.DLPackArray)) == (
-        "(obj, /, *, copy=None, device=None)"
+        "(obj, /, *, copy=None, device=None, stream=None)"
     )

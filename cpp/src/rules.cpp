@@ -46,26 +46,36 @@ std::string device_text(DLDevice d) {
 
 void require_host_memory(DLDevice d, const char* action) {
   if (device_is_host_accessible(d)) return;
+  std::string hint;
+  if (d.device_type == kDLCUDA) {
+    hint = "; for a host copy use DLPackArray(x, device='cpu') or __dlpack__(dl_device=(1, 0))";
+  }
   fail(ErrorKind::Buffer, std::string("cannot ") + action + ": the data is on device " +
-                              device_text(d) + " and dlpackarray reads host memory only");
+                              device_text(d) + " and dlpackarray reads host memory only" + hint);
 }
 
-DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side) {
-  if (same_device(have, want)) return have;
+DeviceRoute route_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side) {
+  if (same_device(have, want)) return DeviceRoute::kSame;
   const DLDevice cpu{kDLCPU, 0};
-  // Pinned/managed memory is readable as CPU data without a copy.
-  if (same_device(want, cpu) && device_is_host_accessible(have)) return cpu;
+  const bool to_cpu = same_device(want, cpu);
+  if (to_cpu && device_is_host_accessible(have)) return DeviceRoute::kRelabelHost;
+  const bool copyable = to_cpu && have.device_type == kDLCUDA;
+  if (copyable && copy != CopyMode::kNever) return DeviceRoute::kCopyToHost;
+  const std::string reach =
+      ": dlpackarray copies between host memory and from CUDA devices to the host only";
+  if (copy == CopyMode::kNever && (copyable || side == Side::kConsumer)) {
+    // The array API's rule for "possible only with a copy"; a producer
+    // (DLPack __dlpack__) answers BufferError for every refusal.
+    fail(side == Side::kProducer ? ErrorKind::Buffer : ErrorKind::Value,
+         "data on device " + device_text(have) + " cannot reach device " + device_text(want) +
+             " without a copy, and copy=False was given");
+  }
   if (side == Side::kProducer) {
     fail(ErrorKind::Buffer, "cannot export data on device " + device_text(have) + " to device " +
-                                device_text(want) +
-                                ": dlpackarray copies between host memory only");
+                                device_text(want) + reach);
   }
-  if (copy == CopyMode::kNever) {
-    fail(ErrorKind::Value, "data on device " + device_text(have) + " cannot reach device " +
-                               device_text(want) + " without a copy, and copy=False was given");
-  }
-  fail(ErrorKind::Buffer, "cannot move data from device " + device_text(have) + " to " +
-                              device_text(want) + ": dlpackarray copies between host memory only");
+  fail(ErrorKind::Buffer,
+       "cannot move data from device " + device_text(have) + " to " + device_text(want) + reach);
 }
 
 }  // namespace dla

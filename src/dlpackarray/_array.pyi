@@ -16,7 +16,13 @@ _Index: TypeAlias = SupportsIndex | slice | None | EllipsisType | tuple[Any, ...
 @disjoint_base
 class DLPackArray:
     def __init__(
-        self, obj: object, /, *, copy: bool | None = None, device: DeviceLike = None
+        self,
+        obj: object,
+        /,
+        *,
+        copy: bool | None = None,
+        device: DeviceLike = None,
+        stream: int | None = None,
     ) -> None: ...
 
     # -- DLPack ----------------------------------------------------------------
@@ -65,6 +71,8 @@ class DLPackArray:
     # -- NumPy array interfaces --------------------------------------------------
     @property
     def __array_interface__(self) -> dict[str, Any]: ...
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
     @property
     def __array_struct__(self) -> CapsuleType: ...
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any: ...
@@ -131,5 +139,10 @@ class DLPackArray:
     def __repr__(self) -> str: ...
 
 def from_dlpack(
-    x: object, /, *, device: DeviceLike = None, copy: bool | None = None
+    x: object,
+    /,
+    *,
+    device: DeviceLike = None,
+    copy: bool | None = None,
+    stream: int | None = None,
 ) -> DLPackArray: ...

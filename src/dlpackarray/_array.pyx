@@ -12,11 +12,12 @@ from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
+    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
     CopyMode, TensorView, byte_stride, dtype_itemsize, is_c_contiguous, is_f_contiguous,
-    kConsumer, resolve_device_request, supported_dtypes_text, view_nbytes, view_size,
+    DeviceRoute, kConsumer, kRouteCopyToHost, kRouteRelabelHost, route_device_request,
+    supported_dtypes_text, view_nbytes, view_size,
 )
 from dlpackarray._common cimport (
     copy_to_heap, device_tuple, dtype_object, parse_copy, parse_device, parse_dtype,
@@ -36,6 +37,10 @@ from dlpackarray._arrow cimport (
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 from dlpackarray.abi cimport DLPackExchangeAPI
 from dlpackarray._exchange cimport exchange_api_of, view_from_exchange
+from dlpackarray._cuda cimport (
+    adopt_consumer_stream, consumer_stream_argument, export_cuda_array_interface, set_ready_stream,
+    synchronize_for_host_read, view_from_cuda_array_interface,
+)
 
 from dlpackarray._devices import DLDeviceType
 
@@ -82,12 +87,24 @@ cdef int _check_copy_arg(object copy) except -1:
 cdef int _finish_import(DLPackArray self, object copy, object device, bint copied) except -1:
     """Applies the ``device`` and ``copy`` requests to a freshly imported view."""
     cdef TensorView result
+    cdef DLDevice target
+    cdef DeviceRoute route
     if device is not None:
-        # The device rule (rules.hpp), shared with the producer side.  Pinned/
-        # managed memory relabelled as CPU is not synchronised (no device
-        # runtime): documented in docs/protocols.rst.
-        self._view.device = resolve_device_request(
-            self._view.device, parse_device(device), <CopyMode>parse_copy(copy), kConsumer)
+        # The device rule (rules.hpp), shared with the producer side.
+        target = parse_device(device)
+        route = route_device_request(
+            self._view.device, target, <CopyMode>parse_copy(copy), kConsumer)
+        if route == kRouteRelabelHost:
+            # Pinned/managed memory: readable by the host once the work on
+            # its ready stream is done (docs/cuda.md).
+            synchronize_for_host_read(&self._view)
+            self._view.device = target
+            self._view.ready_stream = NULL
+        elif route == kRouteCopyToHost:
+            # A device -> host copy through the CUDA driver (copy_to_heap).
+            self.owner = copy_to_heap(&self._view, &result)
+            self._view = result
+            copied = True
     if copy is True and not copied:
         self.owner = copy_to_heap(&self._view, &result)
         self._view = result
@@ -145,7 +162,7 @@ cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, o
 
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
-                      bint dlpack_only) except -1:
+                      bint dlpack_only, object stream=None) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence."""
     cdef DLPackArray other
     cdef const DLPackExchangeAPI* api
@@ -178,8 +195,11 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         if device is not None:
             dl_device = device_tuple(parse_device(device))
         refusal = None
+        # CUDA hook: the consumer stream goes to the producer as the spec's
+        # table says for the device it reports (docs/cuda.md).
+        stream_arg = None if stream is None else consumer_stream_argument(obj, stream)
         try:
-            capsule = request_capsule(obj, dl_device, copy)
+            capsule = request_capsule(obj, dl_device, copy, stream_arg)
         except (BufferError, TypeError) as e:
             refusal = e
         if refusal is not None:
@@ -193,13 +213,20 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                 raise refusal
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
+        if stream_arg is not None:
+            set_ready_stream(&self._view, stream_arg)
         return _finish_capsule_import(self, capsule, copy, device, copied)
     if dlpack_only:
         raise AttributeError(
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "
             "producers and capsules only; wrap buffer-protocol or array-interface objects with "
             "dlpackarray.DLPackArray(obj)")
-    # __cuda_array_interface__ goes here (CUDA issue).
+    # CUDA array interface: after __dlpack__ (which carries the device and
+    # stream protocol of its own), before the host-only interfaces.
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        self.owner = view_from_cuda_array_interface(obj, cai, &self._view)
+        return _finish_import(self, copy, device, False)
     # Instance lookups, as NumPy does: exporters may set these per object.
     struct = getattr(obj, "__array_struct__", None)
     if struct is not None:
@@ -227,7 +254,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                 f"{t.__name__}.__array__() returned a '{type(result).__name__}' object, which "
                 "exposes none of __dlpack__, __array_struct__, __array_interface__ or the "
                 "buffer protocol")
-        return _import_into(self, result, None if fresh else copy, device, False)
+        return _import_into(self, result, None if fresh else copy, device, False, stream)
     raise TypeError(
         f"cannot wrap a '{t.__name__}' object: it implements none of __dlpack__, "
         "__array_struct__, __array_interface__, the buffer protocol or __array__")
@@ -301,7 +328,7 @@ cdef bint _has_direct_protocol(object obj) except -1:
 cdef class DLPackArray:
     # The first line is the signature inspect.signature() reads (Cython embeds
     # none in clinic format for classes, and misplaces "/" in the others).
-    """DLPackArray(obj, /, *, copy=None, device=None)\n--\n\n\
+    """DLPackArray(obj, /, *, copy=None, device=None, stream=None)\n--\n\n\
     A zero-copy view of any array-like object, re-exported through every protocol.
 
     Parameters
@@ -310,19 +337,30 @@ cdef class DLPackArray:
         A DLPack producer (``__dlpack__``), a ``"dltensor"`` or
         ``"dltensor_versioned"`` capsule (consumed), another
         :class:`DLPackArray`, an object with ``__array_struct__`` or
-        ``__array_interface__`` (NumPy array interface, version 3), any
+        ``__array_interface__`` (NumPy array interface, version 3), an
+        object with ``__cuda_array_interface__`` (versions 2 and 3), any
         PEP 3118 buffer exporter (bytes, bytearray, memoryview, array.array,
         mmap, ctypes arrays, ...) or, as a last resort, an object with
         ``__array__``.  The first protocol in this order wins: ``__dlpack__``,
-        ``__array_struct__``, ``__array_interface__``, buffer protocol,
-        ``__array__``.
+        ``__cuda_array_interface__``, ``__array_struct__``,
+        ``__array_interface__``, buffer protocol, ``__array__``.
     copy : bool or None, optional
         ``True`` always copies into a new C-contiguous host array, ``False``
         never copies (errors if a copy would be needed), ``None`` copies only
         when needed.
     device : None, "cpu" or (int, int), optional
-        Requested device; only host memory is supported, so anything other
-        than the source's device or the CPU raises :class:`BufferError`.
+        Requested device: the source's own, or the CPU (pinned/managed CUDA
+        memory is synchronised and relabelled, CUDA device memory copied to
+        the host); anything else raises :class:`BufferError`.
+    stream : int or None, optional
+        The consumer's CUDA stream (1: legacy default stream, 2: per-thread,
+        larger: a ``CUstream`` handle, -1: no synchronisation; 0 is refused
+        for CUDA, anything but -1 for CPU data).  A DLPack producer gets it
+        in ``__dlpack__`` after its ``__dlpack_device__`` was asked; for other
+        sources (CUDA array interface, capsules, DLPackArrays) dlpackarray
+        orders it after the data's ready stream itself.  Either way the data
+        is then ready on that stream.  ``None``: the producer is asked with
+        no stream.
 
     Notes
     -----
@@ -334,7 +372,7 @@ cdef class DLPackArray:
         self._byte_strides = NULL
         _reset_placeholder(self)
 
-    def __init__(self, obj, /, *, copy=None, device=None):
+    def __init__(self, obj, /, *, copy=None, device=None, stream=None):
         if self.owner is not None:
             raise TypeError("DLPackArray is immutable: it cannot be initialised twice")
         if self._exports:
@@ -347,7 +385,9 @@ cdef class DLPackArray:
             # No code of the source's can run during these imports, so they
             # may fill self directly.
             try:
-                _import_into(self, obj, copy, None, False)
+                _import_into(self, obj, copy, None, False, stream)
+                if stream is not None:
+                    adopt_consumer_stream(&self._view, stream, False)
             except BaseException:
                 # A failed import may have written half a descriptor pointing
                 # at memory that is already released: never let it be exported.
@@ -359,7 +399,9 @@ cdef class DLPackArray:
         # runs during it and may read, export or even initialise this very
         # array, which must stay a consistent placeholder until then.
         cdef DLPackArray fresh = DLPackArray.__new__(DLPackArray)
-        _import_into(fresh, obj, copy, device, False)
+        _import_into(fresh, obj, copy, device, False, stream)
+        if stream is not None:
+            adopt_consumer_stream(&fresh._view, stream, device is not None)
         if self.owner is not None or self._exports:
             raise BufferError(
                 "the source initialised or exported this DLPackArray while it was being "
@@ -382,19 +424,24 @@ cdef class DLPackArray:
         Parameters
         ----------
         stream : int or None
-            Consumer stream.  ``None`` and ``-1`` are always accepted; any
-            other value raises :class:`ValueError` for CPU data and
-            :class:`BufferError` for device data (synchronization is not
-            available).
+            Consumer stream.  For CUDA data (docs/cuda.md) the consumer's
+            stream is made to wait for the data's ready stream with an event
+            (no host blocking): ``None`` and 1 name the legacy default
+            stream, 2 per-thread, larger values a ``CUstream``; -1 asks for
+            no synchronisation and 0 raises :class:`ValueError`.  CPU data
+            accepts only ``None`` and -1 (:class:`ValueError` otherwise);
+            other devices raise :class:`BufferError` for a stream.
         max_version : tuple of (int, int) or None
             ``None`` gives a legacy ``"dltensor"`` capsule; major >= 1 a
             versioned ``"dltensor_versioned"`` capsule at version 1.3.
         dl_device : tuple of (int, int) or None
-            Target device; only the array's own device or the CPU (for
-            host-accessible memory) is accepted, anything else raises
-            :class:`BufferError`.
+            Target device: the array's own device, or the CPU
+            (host-accessible memory is synchronised and shared, CUDA device
+            memory copied to the host with IS_COPIED set, refused with
+            ``copy=False``); anything else raises :class:`BufferError`.
         copy : bool or None
-            ``True`` exports a fresh C-contiguous copy flagged IS_COPIED.
+            ``True`` exports a fresh C-contiguous copy flagged IS_COPIED (on
+            the device for CUDA data).
 
         Returns
         -------
@@ -698,6 +745,16 @@ cdef class DLPackArray:
         owner = view_from_typed_buffer(obj, dtype, shape, strides, offset, &v)
         return wrap_view(&v, owner)
 
+    # -- CUDA array interface (docs/cuda.md) -------------------------------------
+    @property
+    def __cuda_array_interface__(self):
+        """dict: Numba's CUDA array interface, version 3 (CUDA memory only).
+
+        ``stream`` is the stream the data is ready on (1 for the legacy
+        default stream).  Raises :class:`AttributeError` for other devices.
+        """
+        return export_cuda_array_interface(&self._view, self.shape)
+
     # -- NumPy array interface --------------------------------------------------
     @property
     def __array_interface__(self):
@@ -807,7 +864,7 @@ cdef class DLPackArray:
                 f"readonly={bool(self._view.readonly)})")
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
+def from_dlpack(x, /, *, device=None, copy=None, stream=None):
     """Consume a DLPack producer (or capsule) as a :class:`DLPackArray`.
 
     Follows the array API ``from_dlpack``: asks ``x.__dlpack__`` for a
@@ -825,6 +882,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
         Target device; None keeps the producer's device.
     copy : bool or None, optional
         ``True`` always copies, ``False`` never copies, ``None`` copies only if needed.
+    stream : int or None, optional
+        The consumer's CUDA stream, as for :class:`DLPackArray`.
 
     Returns
     -------
@@ -839,7 +898,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
         one dlpackarray cannot hold (the message names it).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
-    _import_into(a, x, copy, device, True)
+    _import_into(a, x, copy, device, True, stream)
+    if stream is not None:
+        adopt_consumer_stream(&a._view, stream, device is not None)
     return a
 
 

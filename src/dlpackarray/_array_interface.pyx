@@ -26,6 +26,7 @@ from dlpackarray.core cimport (
 )
 from dlpackarray._buffer cimport BufferOwner, acquire_buffer
 from dlpackarray._common cimport parse_copy, parse_dtype
+from dlpackarray._cuda cimport synchronize_for_host_read
 from dlpackarray._views cimport as_int64
 
 cdef object _numpy = None
@@ -342,6 +343,9 @@ cdef int _check_host(const TensorView* v, str what) except -1:
     except BufferError as e:
         # A protocol probe: AttributeError makes consumers (NumPy) move on.
         raise AttributeError(f"{e}; use __dlpack__") from None
+    if v.device.device_type != kDLCPU:
+        # CUDA hook: pinned/managed memory is handed to the host once ready.
+        synchronize_for_host_read(v)
     return 0
 
 
@@ -420,6 +424,8 @@ cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, obj
     cdef TensorView raw
     parse_copy(copy)
     require_host_memory(v.device, b"export the data through __array__")
+    if v.device.device_type != kDLCPU:
+        synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
     np = _import_numpy()
     if pep3118_from_dtype(v.dtype) != NULL:
         # The buffer protocol is NumPy's fastest zero-copy route; the

@@ -14,6 +14,7 @@ import array as _array_module
 import mmap as _mmap_module
 
 from dlpackarray.abi cimport kDLCPU
+from dlpackarray._cuda cimport synchronize_for_host_read
 from dlpackarray.core cimport (
     TensorView, dtype_from_pep3118, dtype_itemsize, dtype_name, is_c_contiguous,
     is_f_contiguous, kMaxNdim, pep3118_from_dtype, require_host_memory, set_strides_from_bytes,
@@ -235,6 +236,8 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
     if (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE and v.readonly:
         raise BufferError("a writable buffer was requested but the array is read-only")
     require_host_memory(v.device, b"export the data through the buffer protocol")
+    if v.device.device_type != kDLCPU:
+        synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
     cdef const char* fmt = pep3118_from_dtype(v.dtype)
     cdef bint simple = (flags & PyBUF_ND) != PyBUF_ND
     cdef bint c_contig = is_c_contiguous(v[0])

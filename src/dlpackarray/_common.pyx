@@ -12,6 +12,9 @@ from dlpackarray.core cimport (
     set_c_strides, strided_copy_to_contiguous, view_nbytes,
 )
 
+from dlpackarray._cuda cimport (
+    copy_device_to_host_into, is_cuda_device, synchronize_for_host_read,
+)
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
 
 cdef dict _dtype_cache = {}
@@ -217,14 +220,23 @@ cdef class HeapOwner:
 
 cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:
     """Dense C-ordered host copy of ``src`` described by ``dst``."""
-    require_host_memory(src.device, b"copy")
+    # --- CUDA hook (docs/cuda.md): device memory is copied by the driver,
+    # pinned/managed memory read once its ready stream is done.
+    cdef bint on_device = is_cuda_device(src.device)
+    if not on_device:
+        require_host_memory(src.device, b"copy")
+        if src.device.device_type != kDLCPU:
+            synchronize_for_host_read(src)
+    # --- end CUDA hook
     # OverflowError for a broadcast view whose copy would exceed int64 bytes;
     # never a short allocation.
     cdef int64_t nbytes = view_nbytes(src[0])
     cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
     owner.ptr = aligned_allocate(nbytes)
     owner.nbytes = nbytes
-    if nbytes >= _NOGIL_COPY_BYTES:
+    if on_device:
+        copy_device_to_host_into(src, owner.ptr)
+    elif nbytes >= _NOGIL_COPY_BYTES:
         with nogil:
             strided_copy_to_contiguous(src[0], owner.ptr)
     else:

@@ -16,9 +16,14 @@ from dlpackarray.abi cimport (
 from dlpackarray.core cimport (
     CopyMode, TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
     fold_byte_offset, kProducer, new_legacy_capsule, new_versioned_capsule,
-    release_adopted_capsule, resolve_device_request, validate, view_from_dltensor,
+    DeviceRoute, kRouteCopyToHost, kRouteRelabelHost, kRouteSame, release_adopted_capsule,
+    route_device_request, validate, view_from_dltensor,
 )
 from dlpackarray._common cimport copy_to_heap, device_tuple, parse_copy, parse_device
+from dlpackarray._cuda cimport (
+    copy_on_device_into, is_cuda_device, is_cuda_stream_device, order_for_consumer,
+    synchronize_for_host_read,
+)
 
 # What a consumer asks producers for: the newest version we understand.
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
@@ -135,7 +140,7 @@ cdef bint _rejects_keywords(object error, tuple names):
     return False
 
 
-cdef object request_capsule(object obj, object dl_device, object copy):
+cdef object request_capsule(object obj, object dl_device, object copy, object stream=None):
     """Calls ``obj.__dlpack__`` as a spec consumer, newest signature first.
 
     The spec's fallback for producers that predate a keyword is to call again
@@ -148,7 +153,7 @@ cdef object request_capsule(object obj, object dl_device, object copy):
     keywords, raised once and without the refused calls chained to it.
     """
     cdef PyObject* args[2]
-    if dl_device is None and copy is None:
+    if dl_device is None and copy is None and stream is None:
         try:
             # The common request as one vectorcall with a constant kwnames
             # tuple: a Python-level keyword call would build a dict per call.
@@ -159,7 +164,10 @@ cdef object request_capsule(object obj, object dl_device, object copy):
             first = e
     else:
         try:
-            return obj.__dlpack__(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
+            if stream is None:
+                return obj.__dlpack__(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
+            return obj.__dlpack__(stream=stream, max_version=_MAX_VERSION, dl_device=dl_device,
+                                  copy=copy)
         except TypeError as e:
             first = e
         if not _rejects_keywords(first, _NEW_KEYWORDS):
@@ -168,7 +176,9 @@ cdef object request_capsule(object obj, object dl_device, object copy):
         if "max_version" not in text and "no keyword arguments" not in text:
             # Only dl_device/copy were refused: a DLPack 1.0-era producer.
             try:
-                return obj.__dlpack__(max_version=_MAX_VERSION)
+                if stream is None:
+                    return obj.__dlpack__(max_version=_MAX_VERSION)
+                return obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
             except TypeError as e:
                 later = e
             if not _rejects_keywords(later, _NEW_KEYWORDS):
@@ -176,8 +186,11 @@ cdef object request_capsule(object obj, object dl_device, object copy):
     if not _rejects_keywords(first, _NEW_KEYWORDS):
         raise first
     try:
-        # A producer older than DLPack 1.0 knows none of these keywords.
-        return obj.__dlpack__()
+        # A producer older than DLPack 1.0 knows none of these keywords
+        # (``stream`` is as old as the protocol).
+        if stream is None:
+            return obj.__dlpack__()
+        return obj.__dlpack__(stream=stream)
     except TypeError as e:
         later = e
     # Raised outside the handler: the refused calls are not its context.
@@ -202,21 +215,21 @@ cdef inline bint _is_versioned_request(object max_version) except -1:
     return major_c >= kDLPackMajorVersion
 
 
-cdef int _check_stream(DLDevice device, object stream) except -1:
+cdef bint _check_stream(DLDevice device, object stream) except -1:
     """Checks ``stream`` for data the consumer will use on ``device``.
 
-    dlpackarray has no device runtime, so it can honour only the requests that
-    need no synchronisation: ``None`` (the data as the producer handed it over)
-    and ``-1`` (the consumer asks for none).  A real consumer stream on device
+    Returns whether the consumer's stream must be ordered after the data's
+    ready stream (CUDA data, any stream but -1; None is the legacy default
+    stream).  Other device runtimes are not loaded: a real stream on their
     data raises BufferError rather than hand out memory that may not be ready
-    on that stream.
+    on it.
     """
-    if stream is None:
-        return 0
-    if type(stream) is not int and not isinstance(stream, int):
+    if stream is not None and type(stream) is not int and not isinstance(stream, int):
         raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
-    if stream == -1:
-        return 0
+    if stream is not None and stream == -1:
+        return False
+    if stream is None:
+        return is_cuda_stream_device(device)
     if device.device_type == kDLCPU:
         # Spec: CPU data takes no stream; anything else is a wrong argument.
         raise ValueError(
@@ -230,17 +243,26 @@ cdef int _check_stream(DLDevice device, object stream) except -1:
     if (stream == 1 or stream == 2) and (device.device_type == kDLROCM
                                          or device.device_type == kDLROCMHost):
         raise ValueError(f"stream={stream} is not supported for ROCm data")
+    # --- CUDA hook (docs/cuda.md): CUDA streams are ordered by _cuda.pyx.
+    if is_cuda_stream_device(device):
+        if stream >= 2 ** 64:
+            raise ValueError(f"stream={stream} is not a valid CUDA stream handle")
+        return True
+    # --- end CUDA hook
     raise BufferError(
         f"stream={stream} asks dlpackarray to make data on device {device_tuple(device)} ready "
-        "on that stream, but synchronization is not available (dlpackarray has no device "
-        "runtime); pass stream=None to receive the data as its producer handed it over, or -1")
+        "on that stream, but synchronization is not available for this device (dlpackarray "
+        "loads the CUDA driver only); pass stream=None to receive the data as its producer "
+        "handed it over, or -1")
 
 
 cdef object export_capsule(const TensorView* v, object owner, object stream,
                            object max_version, object dl_device, object copy):
     """``__dlpack__`` for a view whose memory ``owner`` keeps alive."""
     cdef bint versioned = _is_versioned_request(max_version)
-    if stream is not None or dl_device is not None or copy is not None:
+    # A view with a ready stream (CUDA) is ordered even for stream=None.
+    if (stream is not None or dl_device is not None or copy is not None
+            or v.ready_stream != NULL):
         return _export_requested(v, owner, stream, versioned, dl_device, copy)
     return _new_capsule(v, owner, versioned, 0)
 
@@ -268,24 +290,34 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
     cdef TensorView on_host
     cdef DLDevice target
     cdef CopyMode mode = <CopyMode>parse_copy(copy)
+    cdef DeviceRoute route = kRouteSame
     target = v.device
     if dl_device is not None:
         # The device rule (rules.hpp), shared with the consumer side.
-        target = resolve_device_request(v.device, parse_device(dl_device), mode, kProducer)
+        target = parse_device(dl_device)
+        route = route_device_request(v.device, target, mode, kProducer)
     # The stream belongs to the consumer, on the device it asked for.
-    _check_stream(target, stream)
-    if dl_device is not None:
-        if target.device_type != v.device.device_type or target.device_id != v.device.device_id:
-            # Host-accessible memory (pinned/managed) is readable as CPU data
-            # without a copy; the consumer asked to see it as CPU memory.
-            # Nothing is synchronised (there is no runtime to do it): the data
-            # is as ready as its producer left it, which docs/protocols.rst
-            # states, and a consumer stream was refused above.
-            on_host = v[0]
-            on_host.device = target
-            v = &on_host
+    cdef bint order = _check_stream(target, stream)
+    cdef bint to_host = route == kRouteCopyToHost
+    if to_host:
+        copy = True  # CUDA device -> host: copy_to_heap copies through the driver
+    elif route == kRouteRelabelHost:
+        # Host-accessible memory (pinned/managed) is readable as CPU data
+        # without a copy once its producer's work is done.
+        synchronize_for_host_read(v)
+        on_host = v[0]
+        on_host.device = target
+        on_host.ready_stream = NULL
+        v = &on_host
     if copy is True:
-        owner = copy_to_heap(v, &copied)
+        if is_cuda_device(v.device) and not to_host:
+            # CUDA hook: a copy on the device, ready on the data's ready stream.
+            owner = copy_on_device_into(v, &copied)
+        else:
+            owner = copy_to_heap(v, &copied)
         flags |= kFlagIsCopied
         v = &copied
+    if order and is_cuda_stream_device(v.device):
+        # (A host copy of pinned/managed memory is ready already: no ordering.)
+        order_for_consumer(v, stream)
     return _new_capsule(v, owner, versioned, flags)

@@ -7,7 +7,8 @@ third-party package is needed for any dtype, bfloat16 and float8 included.
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
 
-from dlpackarray.abi cimport kDLInt, kDLUInt
+from dlpackarray.abi cimport kDLCPU, kDLInt, kDLUInt
+from dlpackarray._cuda cimport synchronize_for_host_read
 from dlpackarray.core cimport TensorView, device_is_host_accessible, dtype_itemsize, view_size
 from dlpackarray._common cimport device_tuple
 from dlpackarray._views cimport as_int64
@@ -38,8 +39,10 @@ cdef int _check_host(const TensorView* v) except -1:
     if not device_is_host_accessible(v.device):
         raise BufferError(
             f"cannot read the elements of data on device {device_tuple(v.device)}: only "
-            "host-accessible memory can be read; move it to the CPU with the library that "
-            "made it first")
+            "host-accessible memory can be read; copy it to the host first with "
+            "DLPackArray(x, device='cpu')")
+    if v.device.device_type != kDLCPU:
+        synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
     return 0
 
 

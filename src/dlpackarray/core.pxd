@@ -74,10 +74,12 @@ cdef extern from "dlpackarray/rules.hpp" namespace "dla" nogil:
 
     string device_text(DLDevice d) except +raise_py_error
     void require_host_memory(DLDevice d, const char* action) except +raise_py_error
-    DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy,
-                                    Side side) except +raise_py_error
-    void set_strides_from_bytes(TensorView& out, const int64_t* byte_strides,
-                                const char* source) except +raise_py_error
+    ctypedef enum DeviceRoute "dla::DeviceRoute":
+        kRouteSame "dla::DeviceRoute::kSame"
+        kRouteRelabelHost "dla::DeviceRoute::kRelabelHost"
+        kRouteCopyToHost "dla::DeviceRoute::kCopyToHost"
+    DeviceRoute route_device_request(DLDevice have, DLDevice want, CopyMode copy,
+                                     Side side) except +raise_py_error
 
 
 cdef extern from "dlpackarray/dtype.hpp" namespace "dla" nogil:

@@ -23,16 +23,26 @@ std::string device_text(DLDevice d);
 
 // Host rule: reading or copying the data needs memory the host can access
 // (CPU, CUDA pinned/managed, ROCm host).  Throws BufferError "cannot
-// <action>: the data is on device CUDA:0 and dlpackarray reads host memory only".
+// <action>: the data is on device CUDA:0 and dlpackarray reads host memory
+// only", with how to get a host copy where one can be made (CUDA devices).
 void require_host_memory(DLDevice d, const char* action);
 
+// How a device request is met.
+enum class DeviceRoute : int32_t {
+  kSame = 0,         // the data is already on the requested device
+  kRelabelHost = 1,  // host-accessible memory handed over as CPU:0, no copy
+                     // (after waiting for its ready stream: cuda_sync.hpp)
+  kCopyToHost = 2,   // CUDA device memory copied to the host (cuda_copy.hpp)
+};
+
 // Device rule, for data on `have` asked for on `want`:
-//   same device -> `have`;
-//   `want` is CPU:0 and `have` host-accessible -> CPU:0, the same memory;
-//   otherwise a copy between devices is needed, which dlpackarray cannot make:
-//   ValueError when a consumer said copy=False (array API from_dlpack),
-//   BufferError otherwise and always for a producer (DLPack __dlpack__).
-DLDevice resolve_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side);
+//   same device -> kSame;
+//   `want` is CPU:0 and `have` host-accessible -> kRelabelHost;
+//   `want` is CPU:0 and `have` a CUDA device -> kCopyToHost, unless copy=False;
+//   otherwise no route exists.  Refusals: ValueError when a consumer said
+//   copy=False (array API from_dlpack), BufferError otherwise and always for a
+//   producer (DLPack __dlpack__).
+DeviceRoute route_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side);
 
 // The stride rule (bytes -> elements, unused strides normalised) lives one
 // layer down, beside the view it fills: set_strides_from_bytes, tensor_view.hpp.

@@ -1,0 +1,42 @@
+// Stream ordering and copies for CUDA data, built on cuda_driver.hpp.
+//
+// A view's ready token is TensorView::ready_stream: the CUDA stream on which
+// its data is ready (NULL: the legacy default stream, or no pending work).
+// "Can the host address this memory" is device_is_host_accessible(); "is it
+// safe to read now" is answered here, by consulting the token.
+#pragma once
+
+#include <cstdint>
+
+#include "dlpackarray/cuda_driver.hpp"
+#include "dlpackarray/tensor_view.hpp"
+
+namespace dla::cuda {
+
+// Whether two stream handles name the same stream (NULL is the legacy stream).
+bool same_stream(void* a, void* b) noexcept;
+
+// Makes `consumer` wait for the work pending on `ready` with an event
+// (cuEventRecord on `ready`, cuStreamWaitEvent on `consumer`): the host never
+// blocks.  No driver call when both name the same stream.
+void order_streams(int device_id, void* ready, void* consumer);
+
+// Blocks the host until v's data is ready (cuStreamSynchronize on its ready
+// stream).  For a view with no ready stream, in a process where the driver
+// cannot be loaded, nothing can be pending and nothing happens.
+void synchronize_for_host(const TensorView& v);
+
+// Copies device data (v.device CUDA-family; validated) into `dst`, host
+// memory of view_nbytes(src) bytes, densely in C order.  The copy runs on
+// src's ready stream, one 2-D copy per block of rows (never the whole
+// allocation), and the host waits for it.
+void copy_device_to_host(const TensorView& src, void* dst);
+
+// A new device allocation of view_nbytes(src) bytes (at least 1) on src's
+// device holding src's elements densely in C order; the copy is enqueued on
+// src's ready stream (the result is ready there).  Free with free_device().
+CUdeviceptr copy_on_device(const TensorView& src);
+
+void free_device(int device_id, CUdeviceptr p) noexcept;
+
+}  // namespace dla::cuda

@@ -1,0 +1,151 @@
+// Device-to-host and device-to-device copies of strided CUDA views, as a
+// sequence of 2-D driver copies (cuMemcpy2DAsync) on the data's ready stream.
+#include <cstdint>
+#include <vector>
+
+#include "dlpackarray/cuda_exchange.hpp"
+#include "dlpackarray/dtype.hpp"
+#include "dlpackarray/errors.hpp"
+
+namespace dla::cuda {
+namespace {
+
+// cuMemcpy2D refuses pitches beyond the device's limit (2**31 - 1 or less
+// on current GPUs); larger strides are copied one row at a time instead.
+constexpr int64_t kMaxPitch = (int64_t{1} << 31) - 1;
+
+struct Dim {
+  int64_t n;
+  int64_t stride;  // bytes
+};
+
+struct Block {
+  int64_t width;   // contiguous bytes per row
+  int64_t height;  // rows
+  int64_t pitch;   // source bytes between rows
+};
+
+// Splits the view into outer dimensions and one 2-D block shape such that
+// the blocks, visited in C order, are the elements in C order.
+void plan(const TensorView& v, std::vector<Dim>& outer, Block& block) {
+  const int64_t item = dtype_itemsize(v.dtype);
+  std::vector<Dim> dims;
+  for (int32_t i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 1) continue;
+    Dim d{v.shape[i], byte_stride(v, i)};
+    // Merge with the dimension inside it when together they step evenly.
+    if (!dims.empty() && dims.back().stride == d.stride * d.n) {
+      dims.back() = Dim{dims.back().n * d.n, d.stride};
+    } else {
+      dims.push_back(d);
+    }
+  }
+  block = Block{item, 1, item};
+  if (dims.empty()) return;
+  if (dims.back().stride == item) {
+    block.width = dims.back().n * item;
+    dims.pop_back();
+    if (!dims.empty() && dims.back().stride >= block.width && dims.back().stride <= kMaxPitch) {
+      block.height = dims.back().n;
+      block.pitch = dims.back().stride;
+      dims.pop_back();
+    }
+  } else if (dims.back().stride >= item && dims.back().stride <= kMaxPitch) {
+    block.height = dims.back().n;
+    block.pitch = dims.back().stride;
+    dims.pop_back();
+  }
+  if (block.height == 1) block.pitch = block.width;
+  outer = std::move(dims);
+}
+
+// Runs `emit(src_offset, dst_offset)` for every block in C order.
+template <class Emit>
+void for_each_block(const std::vector<Dim>& outer, const Block& block, Emit emit) {
+  const int64_t block_bytes = block.width * block.height;
+  std::vector<int64_t> index(outer.size(), 0);
+  int64_t src = 0;
+  int64_t dst = 0;
+  while (true) {
+    emit(src, dst);
+    dst += block_bytes;
+    size_t k = outer.size();
+    while (k > 0) {
+      --k;
+      if (++index[k] < outer[k].n) {
+        src += outer[k].stride;
+        break;
+      }
+      src -= outer[k].stride * (outer[k].n - 1);
+      index[k] = 0;
+      if (k == 0) return;
+    }
+    if (outer.empty()) return;
+  }
+}
+
+void copy_blocks(const TensorView& src, bool to_device, void* dst_host, CUdeviceptr dst_device) {
+  const DriverTable& t = driver();
+  std::vector<Dim> outer;
+  Block block{};
+  plan(src, outer, block);
+  auto base = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src.data) + src.byte_offset);
+  auto stream = static_cast<CUstream>(src.ready_stream);
+  for_each_block(outer, block, [&](int64_t s, int64_t d) {
+    Memcpy2D c{};
+    c.srcMemoryType = kMemoryTypeDevice;
+    c.srcDevice = base + static_cast<CUdeviceptr>(s);
+    c.srcPitch = static_cast<size_t>(block.pitch);
+    if (to_device) {
+      c.dstMemoryType = kMemoryTypeDevice;
+      c.dstDevice = dst_device + static_cast<CUdeviceptr>(d);
+    } else {
+      c.dstMemoryType = kMemoryTypeHost;
+      c.dstHost = static_cast<char*>(dst_host) + d;
+    }
+    c.dstPitch = static_cast<size_t>(block.width);
+    c.WidthInBytes = static_cast<size_t>(block.width);
+    c.Height = static_cast<size_t>(block.height);
+    check(t.cuMemcpy2DAsync_v2(&c, stream), "cuMemcpy2DAsync");
+  });
+}
+
+}  // namespace
+
+void copy_device_to_host(const TensorView& src, void* dst) {
+  if (view_size(src) == 0) return;
+  const DriverTable& t = driver();
+  DeviceScope scope(src.device.device_id);
+  copy_blocks(src, false, dst, 0);
+  // The host reads dst next: wait for the copies (and the work before them).
+  check(t.cuStreamSynchronize(static_cast<CUstream>(src.ready_stream)), "cuStreamSynchronize");
+}
+
+CUdeviceptr copy_on_device(const TensorView& src) {
+  const int64_t nbytes = view_nbytes(src);
+  const DriverTable& t = driver();
+  DeviceScope scope(src.device.device_id);
+  CUdeviceptr p = 0;
+  check(t.cuMemAlloc_v2(&p, static_cast<size_t>(nbytes > 0 ? nbytes : 1)), "cuMemAlloc");
+  if (nbytes > 0) {
+    try {
+      copy_blocks(src, true, nullptr, p);
+    } catch (...) {
+      t.cuMemFree_v2(p);
+      throw;
+    }
+  }
+  return p;
+}
+
+void free_device(int device_id, CUdeviceptr p) noexcept {
+  try {
+    DeviceScope scope(device_id);
+    driver().cuMemFree_v2(p);
+  } catch (...) {
+    // Freeing must not throw (called from a deallocator); a driver that is
+    // gone took the allocation with it.
+  }
+}
+
+}  // namespace dla::cuda

@@ -1,0 +1,207 @@
+// Lazy dlopen of the CUDA driver and the entry-point table every CUDA call
+// goes through.
+#include "dlpackarray/cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "dlpackarray/errors.hpp"
+
+namespace dla::cuda {
+namespace {
+
+constexpr const char* kDefaultLibrary = "libcuda.so.1";
+constexpr int kMaxDevices = 64;
+
+std::mutex g_mutex;
+DriverTable g_table{};
+bool g_loaded = false;
+// Why the last load failed: not retried (a dlopen per call would be slow)
+// until reset_driver_for_tests().
+std::string g_failure;
+void* g_handle = nullptr;
+std::string g_path;
+CUcontext g_contexts[kMaxDevices] = {};
+
+template <class F>
+void bind(void* handle, const char* name, F& slot, bool required) {
+  slot = reinterpret_cast<F>(dlsym(handle, name));
+  if (slot == nullptr && required) {
+    fail(ErrorKind::Buffer, "the CUDA driver '" + g_path + "' lacks the entry point " + name +
+                                "; it is too old for dlpackarray");
+  }
+}
+
+void load_locked() {
+  const char* env = std::getenv("DLPACKARRAY_CUDA_DRIVER");
+  g_path = (env != nullptr && env[0] != '\0') ? env : kDefaultLibrary;
+  // RTLD_LOCAL: the driver's symbols must not resolve anyone else's.
+  void* handle = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    fail(ErrorKind::Buffer,
+         "CUDA data needs the CUDA driver, which is not available: cannot "
+         "load '" +
+             g_path + "' (" + (why ? why : "unknown error") +
+             "); install an NVIDIA driver or use host memory");
+  }
+  DriverTable t{};
+  try {
+    bind(handle, "cuInit", t.cuInit, true);
+    bind(handle, "cuDriverGetVersion", t.cuDriverGetVersion, true);
+    bind(handle, "cuDeviceGet", t.cuDeviceGet, true);
+    bind(handle, "cuDevicePrimaryCtxRetain", t.cuDevicePrimaryCtxRetain, true);
+    bind(handle, "cuCtxPushCurrent_v2", t.cuCtxPushCurrent_v2, true);
+    bind(handle, "cuCtxPopCurrent_v2", t.cuCtxPopCurrent_v2, true);
+    bind(handle, "cuPointerGetAttribute", t.cuPointerGetAttribute, true);
+    bind(handle, "cuEventCreate", t.cuEventCreate, true);
+    bind(handle, "cuEventRecord", t.cuEventRecord, true);
+    bind(handle, "cuStreamWaitEvent", t.cuStreamWaitEvent, true);
+    bind(handle, "cuEventDestroy_v2", t.cuEventDestroy_v2, true);
+    bind(handle, "cuStreamSynchronize", t.cuStreamSynchronize, true);
+    bind(handle, "cuMemcpy2DAsync_v2", t.cuMemcpy2DAsync_v2, true);
+    bind(handle, "cuMemAlloc_v2", t.cuMemAlloc_v2, true);
+    bind(handle, "cuMemFree_v2", t.cuMemFree_v2, true);
+    bind(handle, "cuGetErrorName", t.cuGetErrorName, false);
+  } catch (...) {
+    dlclose(handle);
+    throw;
+  }
+  CUresult r = t.cuInit(0);
+  if (r != kSuccess) {
+    dlclose(handle);
+    fail(ErrorKind::Buffer, "the CUDA driver '" + g_path + "' loaded but cuInit failed (error " +
+                                std::to_string(r) + "): no usable GPU");
+  }
+  g_table = t;
+  g_handle = handle;
+  g_loaded = true;
+}
+
+}  // namespace
+
+const DriverTable& driver() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_loaded) {
+    if (!g_failure.empty()) fail(ErrorKind::Buffer, g_failure);
+    try {
+      load_locked();
+    } catch (const Error& e) {
+      g_failure = e.what();
+      throw;
+    }
+  }
+  return g_table;
+}
+
+bool driver_loaded() noexcept {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_loaded;
+}
+
+bool driver_available() noexcept {
+  try {
+    driver();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void reset_driver_for_tests() noexcept {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  // The old library stays mapped: a handle from it may still be referenced
+  // by an owner that has not been collected yet.
+  g_loaded = false;
+  g_failure.clear();
+  g_table = DriverTable{};
+  g_handle = nullptr;
+  for (auto& c : g_contexts) c = nullptr;
+}
+
+std::string driver_path() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_path;
+}
+
+void check(CUresult r, const char* what) {
+  if (r == kSuccess) return;
+  std::string name = "CUDA error " + std::to_string(r);
+  const char* text = nullptr;
+  if (g_table.cuGetErrorName != nullptr && g_table.cuGetErrorName(r, &text) == kSuccess &&
+      text != nullptr) {
+    name = text;
+  }
+  fail(ErrorKind::Buffer, std::string(what) + " failed: " + name);
+}
+
+bool is_cuda_family(DLDevice d) noexcept {
+  return d.device_type == kDLCUDA || d.device_type == kDLCUDAHost ||
+         d.device_type == kDLCUDAManaged;
+}
+
+void* stream_from_int(uint64_t value) noexcept {
+  if (value == 1) return nullptr;  // the legacy stream, as the view's default
+  if (value == 2) return per_thread_stream();
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(value));
+}
+
+DeviceScope::DeviceScope(int ordinal) {
+  const DriverTable& t = driver();
+  if (ordinal < 0 || ordinal >= kMaxDevices) {
+    fail(ErrorKind::Value, "CUDA device id " + std::to_string(ordinal) + " is out of range");
+  }
+  CUcontext ctx;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ctx = g_contexts[ordinal];
+  }
+  if (ctx == nullptr) {
+    CUdevice dev = 0;
+    check(t.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+    // Retained once and kept: the primary context is what CUDA runtimes
+    // (torch, CuPy, JAX) use, so our work shares their context.
+    check(t.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_contexts[ordinal] = ctx;
+  }
+  check(t.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
+  pushed_ = true;
+}
+
+DeviceScope::~DeviceScope() {
+  if (pushed_) {
+    CUcontext popped = nullptr;
+    driver().cuCtxPopCurrent_v2(&popped);
+  }
+}
+
+DLDevice device_of_pointer(const void* ptr) {
+  const DriverTable& t = driver();
+  auto p = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr));
+  unsigned managed = 0;
+  int memory_type = 0;
+  int ordinal = 0;
+  CUresult r = t.cuPointerGetAttribute(&memory_type, kPointerAttributeMemoryType, p);
+  if (r != kSuccess) {
+    fail(ErrorKind::Buffer,
+         "the CUDA driver does not know the pointer in this "
+         "__cuda_array_interface__ (not memory of any CUDA allocation)");
+  }
+  check(t.cuPointerGetAttribute(&managed, kPointerAttributeIsManaged, p),
+        "cuPointerGetAttribute(IS_MANAGED)");
+  check(t.cuPointerGetAttribute(&ordinal, kPointerAttributeDeviceOrdinal, p),
+        "cuPointerGetAttribute(DEVICE_ORDINAL)");
+  DLDevice d{kDLCUDA, ordinal};
+  if (managed != 0) {
+    d.device_type = kDLCUDAManaged;
+  } else if (memory_type == kMemoryTypeHost) {
+    d.device_type = kDLCUDAHost;
+  }
+  return d;
+}
+
+}  // namespace dla::cuda

@@ -1,0 +1,25 @@
+# cython: language_level=3
+# CUDA support (docs/cuda.md): every driver call of the package goes through
+# this module, so one copy of the C++ core holds the loaded driver table.
+# It cimports no other dlpackarray module, so any of them may cimport it.
+from dlpackarray.abi cimport DLDevice
+from dlpackarray.core cimport TensorView
+
+
+cdef class DeviceOwner:
+    """Owns one device allocation (the result of a copy on the device)."""
+    cdef unsigned long long ptr
+    cdef int device_id
+
+
+cdef bint is_cuda_device(DLDevice d) noexcept
+cdef bint is_cuda_stream_device(DLDevice d) noexcept
+cdef int order_for_consumer(const TensorView* v, object stream) except -1
+cdef int synchronize_for_host_read(const TensorView* v) except -1
+cdef int copy_device_to_host_into(const TensorView* src, void* dst) except -1
+cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst)
+cdef object consumer_stream_argument(object producer, object stream)
+cdef int set_ready_stream(TensorView* v, object stream) except -1
+cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except -1
+cdef object view_from_cuda_array_interface(object obj, object iface, TensorView* out)
+cdef dict export_cuda_array_interface(const TensorView* v, tuple shape)

@@ -1,0 +1,147 @@
+"""CUDA on a real GPU: round trips, stream ordering, device copies (docs/cuda.md).
+
+Skipped as a whole where no CUDA device is usable (every CI machine without a
+GPU); tests/test_cuda_fake.py covers the same logic against a fake driver on
+every run.  NOT YET RUN on a real GPU: the session that wrote it had none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlpackarray
+from dlpackarray import DLDeviceType, DLPackArray
+
+torch = pytest.importorskip("torch", reason="torch with CUDA drives the real-GPU tests")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device is available", allow_module_level=True)
+
+SPIN_CYCLES = 500_000_000  # ~0.3 s of GPU time: the producer is still busy when read
+
+
+def _import(name):
+    try:
+        return __import__(name)
+    except Exception:  # noqa: BLE001 -- any import failure means "not usable here"
+        return None
+
+
+def test_torch_round_trip_zero_copy():
+    x = torch.arange(24, dtype=torch.float32, device="cuda").reshape(4, 6)
+    d = DLPackArray(x, stream=1)
+    assert d.device == (DLDeviceType.CUDA, x.device.index) and d.data_ptr == x.data_ptr()
+    y = torch.from_dlpack(d)
+    assert y.data_ptr() == x.data_ptr() and torch.equal(y, x)
+    cai = d.__cuda_array_interface__
+    assert cai["data"][0] == x.data_ptr() and cai["shape"] == (4, 6) and cai["version"] == 3
+
+
+@pytest.mark.parametrize("library", ["cupy", "jax", "numba"])
+def test_round_trips_with_other_libraries(library):
+    mod = _import(library)
+    if mod is None:
+        pytest.skip(f"{library} is not installed")
+    x = torch.arange(10, dtype=torch.float32, device="cuda")
+    d = DLPackArray(x)
+    if library == "cupy":
+        c = mod.asarray(d)  # through __cuda_array_interface__ or DLPack
+        assert int(c.data.ptr) == x.data_ptr()
+        back = DLPackArray(c)
+        only_cai = type("OnlyCAI", (), {"__cuda_array_interface__": c.__cuda_array_interface__})
+        assert DLPackArray(only_cai()).data_ptr == x.data_ptr()
+    elif library == "jax":
+        import jax.dlpack
+
+        if not any(dev.platform == "gpu" for dev in mod.devices()):
+            pytest.skip("jax has no GPU backend here")
+        j = jax.dlpack.from_dlpack(d)
+        back = DLPackArray(j)
+        np.testing.assert_array_equal(np.asarray(j), np.arange(10, dtype=np.float32))
+    else:
+        from numba import cuda as ncuda
+
+        n = ncuda.as_cuda_array(d)
+        assert n.__cuda_array_interface__["data"][0] == x.data_ptr()
+        back = DLPackArray(n)
+    assert back.device[0] == DLDeviceType.CUDA
+    np.testing.assert_array_equal(np.asarray(DLPackArray(back, device="cpu")), np.arange(10))
+
+
+def _race(consumer_stream_arg):
+    """A producer fills x with ones on a side stream after a long spin; the consumer
+    clones it on another stream.  Returns the consumer's view of the values."""
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    x = torch.zeros(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SPIN_CYCLES)
+        x.fill_(1.0)
+        # torch makes the producer stream the one the data is ready on.
+        d = DLPackArray(x, stream=producer.cuda_stream)
+    stream = consumer.cuda_stream if consumer_stream_arg == "consumer" else -1
+    cap = d.__dlpack__(stream=stream, max_version=(1, 3))
+    y = torch.from_dlpack(cap)
+    with torch.cuda.stream(consumer):
+        z = y.clone()
+    consumer.synchronize()
+    out = z.cpu()
+    torch.cuda.synchronize()
+    return out
+
+
+def test_race_is_visible_without_synchronisation_and_gone_with_it():
+    assert bool((_race("consumer") == 1).all()), "stream-ordered export read stale data"
+    stale = _race(-1)
+    # stream=-1 orders nothing: the consumer ran during the producer's spin.
+    assert bool((stale == 0).any()), "the race did not show; raise SPIN_CYCLES"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: t[:, ::2],
+        lambda t: t.T,
+        lambda t: t[3:9, 1:7],
+        lambda t: t.reshape(4, 8, 16).permute(2, 0, 1)[::3],
+    ],
+)
+def test_strided_device_to_host_copies(make):
+    base = torch.arange(32 * 16, dtype=torch.float64, device="cuda").reshape(32, 16)
+    view = make(base)
+    h = DLPackArray(view, device="cpu")
+    np.testing.assert_array_equal(np.asarray(h), view.cpu().numpy())
+    cap = DLPackArray(view).__dlpack__(max_version=(1, 3), dl_device=(1, 0))
+    np.testing.assert_array_equal(np.from_dlpack(DLPackArray(cap)), view.cpu().numpy())
+
+
+def test_negative_strides_copy_to_host():
+    base = torch.arange(64, dtype=torch.int32, device="cuda").reshape(8, 8)
+    d = DLPackArray(base)[::-1, ::-2]
+    ref = base.cpu().numpy()[::-1, ::-2]
+    np.testing.assert_array_equal(np.asarray(DLPackArray(d, device="cpu")), ref)
+
+
+def test_copy_on_device_and_pinned_memory():
+    x = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)[:, 1:]
+    cap = DLPackArray(x).__dlpack__(max_version=(1, 3), copy=True, stream=1)
+    y = torch.from_dlpack(cap)
+    assert y.is_cuda and y.data_ptr() != x.data_ptr() and torch.equal(y, x)
+    pinned = torch.arange(8, dtype=torch.float32).pin_memory()
+    p = DLPackArray(pinned)
+    assert np.asarray(DLPackArray(p, device="cpu")).tolist() == list(range(8))
+
+
+def test_second_gpu_device_ids():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU only")
+    x = torch.arange(6, device="cuda:1")
+    d = dlpackarray.from_dlpack(x, stream=1)
+    assert d.device == (DLDeviceType.CUDA, 1)
+    assert DLPackArray(_CAI(x)).device == (DLDeviceType.CUDA, 1)
+    np.testing.assert_array_equal(np.asarray(DLPackArray(d, device="cpu")), np.arange(6))
+
+
+class _CAI:
+    def __init__(self, t):
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
