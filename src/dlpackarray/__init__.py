@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from dlpackarray import _fastcall  # noqa: F401  (installs DLPackArray.__dlpack__'s fast path)
 from dlpackarray._array import DLPackArray, from_dlpack
 from dlpackarray._common import DType
 from dlpackarray._devices import DLDeviceType
