@@ -35,15 +35,14 @@ constexpr bool kPoolEnabled = true;
 void* g_pool[kPoolCapacity];
 int g_pool_size = 0;
 
-size_t pooled_bytes() {
-  const size_t v = versioned_block_size(kPooledNdim), l = legacy_block_size(kPooledNdim);
-  return v > l ? v : l;
-}
+constexpr size_t kPooledBytes = versioned_block_size(kPooledNdim) > legacy_block_size(kPooledNdim)
+                                    ? versioned_block_size(kPooledNdim)
+                                    : legacy_block_size(kPooledNdim);
 
 // GIL held.  Returns NULL with MemoryError set on failure.
 void* take_block(size_t needed) {
-  if (kPoolEnabled && needed <= pooled_bytes() && g_pool_size > 0) return g_pool[--g_pool_size];
-  const size_t n = needed > pooled_bytes() ? needed : pooled_bytes();
+  if (kPoolEnabled && needed <= kPooledBytes && g_pool_size > 0) return g_pool[--g_pool_size];
+  const size_t n = needed > kPooledBytes ? needed : kPooledBytes;
   void* block = std::malloc(n);
   if (block == nullptr) PyErr_NoMemory();
   return block;
