@@ -14,11 +14,6 @@ namespace {
 static_assert(sizeof(DLManagedTensorVersioned) % alignof(int64_t) == 0, "arrays follow aligned");
 static_assert(sizeof(DLManagedTensor) % alignof(int64_t) == 0, "arrays follow aligned");
 
-template <class Managed>
-size_t block_size(int32_t ndim) {
-  return sizeof(Managed) + 2 * size_t(ndim > 0 ? ndim : 0) * sizeof(int64_t);
-}
-
 // The arrays live right after the struct, in the same block.
 template <class Managed>
 void fill_in_block(Managed* m, const TensorView& v) {
@@ -48,9 +43,6 @@ void fill_dltensor(const TensorView& v, DLTensor* out, int64_t* shape, int64_t* 
   out->shape = v.ndim > 0 ? shape : nullptr;
   out->strides = v.ndim > 0 ? strides : nullptr;
 }
-
-size_t versioned_block_size(int32_t ndim) { return block_size<DLManagedTensorVersioned>(ndim); }
-size_t legacy_block_size(int32_t ndim) { return block_size<DLManagedTensor>(ndim); }
 
 DLManagedTensorVersioned* init_versioned(void* block, const TensorView& v, uint64_t flags,
                                          void* manager_ctx, VersionedDeleter deleter) {

@@ -35,15 +35,14 @@ constexpr bool kPoolEnabled = true;
 void* g_pool[kPoolCapacity];
 int g_pool_size = 0;
 
-size_t pooled_bytes() {
-  const size_t v = versioned_block_size(kPooledNdim), l = legacy_block_size(kPooledNdim);
-  return v > l ? v : l;
-}
+constexpr size_t kPooledBytes = versioned_block_size(kPooledNdim) > legacy_block_size(kPooledNdim)
+                                    ? versioned_block_size(kPooledNdim)
+                                    : legacy_block_size(kPooledNdim);
 
 // GIL held.  Returns NULL with MemoryError set on failure.
 void* take_block(size_t needed) {
-  if (kPoolEnabled && needed <= pooled_bytes() && g_pool_size > 0) return g_pool[--g_pool_size];
-  const size_t n = needed > pooled_bytes() ? needed : pooled_bytes();
+  if (kPoolEnabled && needed <= kPooledBytes && g_pool_size > 0) return g_pool[--g_pool_size];
+  const size_t n = needed > kPooledBytes ? needed : kPooledBytes;
   void* block = std::malloc(n);
   if (block == nullptr) PyErr_NoMemory();
   return block;
@@ -90,10 +89,55 @@ bool run_holding_gil(Release&& release) {
   return true;
 }
 
+// Whether this thread holds the GIL (is attached to an interpreter) now.
+// 3.12+ keeps the current thread state per thread, NULL while detached; 3.11
+// and older keep one per runtime, the holder's, so it must also be this
+// thread's own.  Unlike PyGILState_Check this stays exact when
+// sub-interpreters have switched that check off.
+bool holds_gil() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != nullptr;
+#elif PY_VERSION_HEX >= 0x030C0000
+  return _PyThreadState_UncheckedGet() != nullptr;
+#else
+  PyThreadState* current = _PyThreadState_UncheckedGet();
+  return current != nullptr && current == PyGILState_GetThisThreadState();
+#endif
+}
+
+// GIL held.  Drops the owner reference and recycles the block.  Only the
+// last reference can run code (finalizers, weakref callbacks), so only then
+// is an in-flight exception set aside: every export's capsule or consumer
+// ends here, and the fetch/restore pair was a third of its cost.  (Without
+// the GIL another thread may drop a reference at the same time, so the
+// count proves nothing there.)
+void release_holding_gil(PyObject* owner, void* block) {
+#ifdef Py_GIL_DISABLED
+  constexpr bool kCountIsExact = false;
+#else
+  constexpr bool kCountIsExact = true;
+#endif
+  if (owner == nullptr || (kCountIsExact && Py_REFCNT(owner) > 1)) {
+    Py_XDECREF(owner);
+  } else {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    Py_DECREF(owner);
+    PyErr_Restore(type, value, tb);
+  }
+  give_block(block);
+}
+
 // Drops the owner reference and recycles the block, from any thread; with no
 // usable interpreter the owner is leaked and the block freed directly.  Not
 // noexcept: see run_holding_gil.
 void release_owner_and_block(PyObject* owner, void* block) {
+  if (holds_gil()) {
+    // The common case (a consumer on the thread that made the export):
+    // skips PyGILState_Ensure/Release and their thread-local lookups.
+    release_holding_gil(owner, block);
+    return;
+  }
   const bool done = run_holding_gil([&] {
     Py_XDECREF(owner);
     give_block(block);
@@ -128,16 +172,15 @@ void versioned_capsule_destructor(PyObject* capsule) {
   if (!still_unused(capsule, kCapsuleVersioned)) return;
   auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetContext(capsule));
   if (m == nullptr || m->deleter == nullptr) return;
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
   if (m->deleter == versioned_owner_deleter) {
     // Ours, and a capsule destructor runs with the GIL held: drop the owner
     // directly instead of going through the any-thread release path.
-    Py_XDECREF(static_cast<PyObject*>(m->manager_ctx));
-    give_block(m);
-  } else {
-    m->deleter(m);
+    release_holding_gil(static_cast<PyObject*>(m->manager_ctx), m);
+    return;
   }
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  m->deleter(m);
   PyErr_Restore(type, value, tb);
 }
 
@@ -145,14 +188,13 @@ void legacy_capsule_destructor(PyObject* capsule) {
   if (!still_unused(capsule, kCapsuleLegacy)) return;
   auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetContext(capsule));
   if (m == nullptr || m->deleter == nullptr) return;
+  if (m->deleter == legacy_owner_deleter) {
+    release_holding_gil(static_cast<PyObject*>(m->manager_ctx), m);
+    return;
+  }
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
-  if (m->deleter == legacy_owner_deleter) {
-    Py_XDECREF(static_cast<PyObject*>(m->manager_ctx));
-    give_block(m);
-  } else {
-    m->deleter(m);
-  }
+  m->deleter(m);
   PyErr_Restore(type, value, tb);
 }
 

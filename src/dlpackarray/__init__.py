@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from dlpackarray import _fastcall  # noqa: F401  (installs DLPackArray.__dlpack__'s fast path)
 from dlpackarray._array import DLPackArray, from_dlpack
 
 # The C API table (``import_dlpackarray()`` loads it as dlpackarray._C_API);

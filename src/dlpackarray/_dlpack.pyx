@@ -27,6 +27,7 @@ from dlpackarray._cuda cimport (
 
 # What a consumer asks producers for: the newest version we understand.
 cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
+cdef object _OUR_MAJOR = int(kDLPackMajorVersion)
 cdef str _DLPACK_NAME = "__dlpack__"
 cdef tuple _KWNAMES_MAX_VERSION = ("max_version",)
 # Keywords a consumer may drop when an older producer refuses them.
@@ -205,6 +206,10 @@ cdef inline bint _is_versioned_request(object max_version) except -1:
     major = (<tuple>max_version)[0]
     if not isinstance(major, int) or not isinstance((<tuple>max_version)[1], int):
         raise TypeError(f"max_version must hold two ints, got {max_version!r}")
+    if major is _OUR_MAJOR:
+        # CPython's small-int cache makes every 1 this very object: nearly
+        # every request is decided by a pointer comparison.
+        return True
     # Spec: major >= ours -> our versioned struct; an older major gets the
     # legacy struct, which this producer still supports.  Compared as C ints
     # (no temporary int object on every export); a huge major is just "newer".

@@ -18,9 +18,14 @@ using LegacyDeleter = void (*)(DLManagedTensor*);
 void fill_dltensor(const TensorView& v, DLTensor* out, int64_t* shape, int64_t* strides);
 
 // Bytes a block for an `ndim`-dimensional tensor needs: the struct followed by
-// shape[ndim] and strides[ndim].
-size_t versioned_block_size(int32_t ndim);
-size_t legacy_block_size(int32_t ndim);
+// shape[ndim] and strides[ndim].  Inline: every export asks (the capsule pool
+// compares against them), and a call into another file cost more than the sum.
+constexpr size_t versioned_block_size(int32_t ndim) {
+  return sizeof(DLManagedTensorVersioned) + 2 * size_t(ndim > 0 ? ndim : 0) * sizeof(int64_t);
+}
+constexpr size_t legacy_block_size(int32_t ndim) {
+  return sizeof(DLManagedTensor) + 2 * size_t(ndim > 0 ? ndim : 0) * sizeof(int64_t);
+}
 
 // Build the managed tensor inside caller-provided storage of at least
 // *_block_size(v.ndim) bytes, suitably aligned for int64_t (malloc'd memory).
