@@ -133,14 +133,21 @@ cdef inline bint _is_buffer_only_type(type t) noexcept:
             or t is _MMAP_TYPE)
 
 
+# numpy.ndarray once numpy is imported (looked up on the slow path, so the
+# package never imports numpy itself).  An exact ndarray exports through C
+# code (__dlpack__, dtype attributes) that cannot reach the array being built.
+cdef object _NDARRAY_TYPE = None
+
+
 cdef inline bint _is_inert_source(object obj) noexcept:
     """Whether importing ``obj`` runs no Python code of its own (no attribute
     lookups, no Python-level buffer exporter): _is_buffer_only_type, exact
-    DLPackArray and capsules.  Pointer comparisons: this is on every
-    construction's path."""
+    DLPackArray, exact numpy.ndarray and capsules.  Pointer comparisons: this
+    is on every construction's path."""
     cdef type t = type(obj)
     return (t is bytearray or t is bytes or t is memoryview or t is DLPackArray
-            or t is _ARRAY_TYPE or t is _MMAP_TYPE or PyCapsule_CheckExact(obj))
+            or t is _ARRAY_TYPE or t is _MMAP_TYPE or <object>t is _NDARRAY_TYPE
+            or PyCapsule_CheckExact(obj))
 
 
 cdef inline void _drop_caches(DLPackArray self) noexcept:
@@ -415,6 +422,9 @@ cdef class DLPackArray:
         _drop_caches(self)
         self._view = fresh._view
         self.owner = fresh.owner
+        global _NDARRAY_TYPE
+        if _NDARRAY_TYPE is None:
+            _NDARRAY_TYPE = getattr(sys.modules.get("numpy"), "ndarray", None)
 
     def __dealloc__(self):
         if self._byte_strides != NULL:
