@@ -226,9 +226,28 @@ int guarded(StreamPrivate* p, Fn&& fn) noexcept {
   }
 }
 
-int stream_get_schema(ArrowArrayStream* s, ArrowSchema* out) {
+// The callbacks both stream kinds share (ArrowArrayStream and
+// ArrowDeviceArrayStream differ only in what get_next fills).
+template <class Stream>
+int stream_get_schema(Stream* s, ArrowSchema* out) {
   auto* p = static_cast<StreamPrivate*>(s->private_data);
   return guarded(p, [&] { arrow_export_schema(p->ex, out); });
+}
+
+template <class Stream>
+const char* stream_last_error(Stream* s) {
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  return p->error.empty() ? nullptr : p->error.c_str();
+}
+
+template <class Stream>
+void stream_release(Stream* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  auto* p = static_cast<StreamPrivate*>(s->private_data);
+  ArrowExport* ex = p->ex;
+  delete p;
+  s->release = nullptr;
+  arrow_export_unref(ex);
 }
 
 int stream_get_next(ArrowArrayStream* s, ArrowArray* out) {
@@ -241,25 +260,6 @@ int stream_get_next(ArrowArrayStream* s, ArrowArray* out) {
   });
 }
 
-const char* stream_last_error(ArrowArrayStream* s) {
-  auto* p = static_cast<StreamPrivate*>(s->private_data);
-  return p->error.empty() ? nullptr : p->error.c_str();
-}
-
-void stream_release(ArrowArrayStream* s) {
-  if (s == nullptr || s->release == nullptr) return;
-  auto* p = static_cast<StreamPrivate*>(s->private_data);
-  ArrowExport* ex = p->ex;
-  delete p;
-  s->release = nullptr;
-  arrow_export_unref(ex);
-}
-
-int device_stream_get_schema(ArrowDeviceArrayStream* s, ArrowSchema* out) {
-  auto* p = static_cast<StreamPrivate*>(s->private_data);
-  return guarded(p, [&] { arrow_export_schema(p->ex, out); });
-}
-
 int device_stream_get_next(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
   auto* p = static_cast<StreamPrivate*>(s->private_data);
   return guarded(p, [&] {
@@ -268,20 +268,6 @@ int device_stream_get_next(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
     arrow_export_device_array(p->ex, out);
     p->done = true;
   });
-}
-
-const char* device_stream_last_error(ArrowDeviceArrayStream* s) {
-  auto* p = static_cast<StreamPrivate*>(s->private_data);
-  return p->error.empty() ? nullptr : p->error.c_str();
-}
-
-void device_stream_release(ArrowDeviceArrayStream* s) {
-  if (s == nullptr || s->release == nullptr) return;
-  auto* p = static_cast<StreamPrivate*>(s->private_data);
-  ArrowExport* ex = p->ex;
-  delete p;
-  s->release = nullptr;
-  arrow_export_unref(ex);
 }
 
 std::string no_arrow_type(DLDataType dt) {
@@ -473,11 +459,11 @@ void arrow_export_stream(ArrowExport* ex, ArrowArrayStream* out) {
   auto* p = new StreamPrivate();
   ex->refs.fetch_add(1, std::memory_order_relaxed);
   p->ex = ex;
-  out->get_schema = stream_get_schema;
+  out->get_schema = stream_get_schema<ArrowArrayStream>;
   out->get_next = stream_get_next;
-  out->get_last_error = stream_last_error;
+  out->get_last_error = stream_last_error<ArrowArrayStream>;
   out->private_data = p;
-  out->release = stream_release;
+  out->release = stream_release<ArrowArrayStream>;
 }
 
 void arrow_export_device_stream(ArrowExport* ex, ArrowDeviceArrayStream* out) {
@@ -486,11 +472,11 @@ void arrow_export_device_stream(ArrowExport* ex, ArrowDeviceArrayStream* out) {
   ex->refs.fetch_add(1, std::memory_order_relaxed);
   p->ex = ex;
   out->device_type = ArrowDeviceType(ex->device.device_type);
-  out->get_schema = device_stream_get_schema;
+  out->get_schema = stream_get_schema<ArrowDeviceArrayStream>;
   out->get_next = device_stream_get_next;
-  out->get_last_error = device_stream_last_error;
+  out->get_last_error = stream_last_error<ArrowDeviceArrayStream>;
   out->private_data = p;
-  out->release = device_stream_release;
+  out->release = stream_release<ArrowDeviceArrayStream>;
 }
 
 }  // namespace dla
