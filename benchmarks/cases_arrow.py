@@ -60,6 +60,7 @@ def _import_setup(nbytes: int):
             "DLPackArray": dlpackarray.DLPackArray,
             "pa_array": pa_array,
             "arrow_only": ArrowOnly(pa_array),
+            "d_pre": dlpackarray.DLPackArray(pa_array),
         }
 
     return setup
@@ -142,6 +143,16 @@ def cases() -> list[Case]:
                         "pyarrow.to_numpy",
                         "torch.from_numpy(pa_array.to_numpy(zero_copy_only=True))",
                     ),
+                    Contender(
+                        "torch.from_dlpack(pa_array)",
+                        "torch.from_dlpack(pa_array)",
+                        "torch consuming pyarrow's own __dlpack__",
+                    ),
+                    Contender(
+                        "floor: torch.from_dlpack(DLPackArray)",
+                        "torch.from_dlpack(d_pre)",
+                        "torch's consumer alone, for a ready DLPackArray (not a contender)",
+                    ),
                 ],
                 anchor="pyarrow.to_numpy",
                 targets=[
@@ -165,6 +176,23 @@ def cases() -> list[Case]:
                         "np.asarray(DLPackArray(arrow_only))",
                     ),
                     Contender("pyarrow.to_numpy_ndarray", "fst.to_numpy_ndarray()"),
+                    Contender(
+                        "np.from_dlpack(fst)",
+                        "np.from_dlpack(fst)",
+                        "numpy consuming pyarrow's own __dlpack__",
+                    ),
+                    Contender(
+                        "floor: fst.__dlpack__",
+                        "fst.__dlpack__(max_version=(1, 3))",
+                        "pyarrow's DLPack export alone, which DLPackArray(fst) calls (not a "
+                        "contender)",
+                    ),
+                    Contender(
+                        "floor: fst.__arrow_c_array__",
+                        "fst.__arrow_c_array__()",
+                        "pyarrow's Arrow export alone, which the Arrow route calls (not a "
+                        "contender)",
+                    ),
                 ],
                 anchor="pyarrow.to_numpy_ndarray",
                 targets=[

@@ -38,8 +38,6 @@ struct ArrowExport {
 
 namespace {
 
-using arrow_meta::KeyValues;
-
 // Size-0 arrays still get a non-NULL values pointer: the spec allows NULL
 // there, but not every consumer checks.
 alignas(64) const unsigned char kEmpty[64] = {};
@@ -289,9 +287,10 @@ void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
          "the requested schema is a struct (a record batch or table); a DLPackArray exports "
          "one column");
   }
-  const KeyValues kv = arrow_meta::decode(requested.metadata);
-  const std::string* ext = arrow_meta::find(kv, arrow_meta::kExtensionName);
-  const bool wants_tensor = ext != nullptr && *ext == arrow_meta::kFixedShapeTensor;
+  std::string_view ext;
+  const bool wants_tensor =
+      arrow_meta::lookup(requested.metadata, arrow_meta::kExtensionName, &ext) &&
+      ext == arrow_meta::kFixedShapeTensor;
   int32_t depth = 0;
   const ArrowSchema* node = &requested;
   while (node->format != nullptr && std::strncmp(node->format, "+w:", 3) == 0 &&

@@ -1,6 +1,7 @@
 // Import half of the Arrow bridge: ArrowSchema + ArrowArray -> TensorView.
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arrow_metadata.hpp"
@@ -12,8 +13,6 @@
 namespace dla {
 
 namespace {
-
-using arrow_meta::KeyValues;
 
 bool starts_with(const char* s, const char* prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
@@ -58,7 +57,7 @@ std::string describe_format(const char* f) {
   return std::string("'") + f + "'";
 }
 
-[[noreturn]] void unsupported(const char* format, const std::string& where) {
+[[noreturn]] void unsupported(const char* format, const char* where) {
   fail(ErrorKind::Type,
        "Arrow type " + describe_format(format) + where +
            " has no DLPack equivalent: dlpackarray imports int8-64, uint8-64, float16/32/64 and "
@@ -87,24 +86,22 @@ void check_live(const ArrowSchema& s) {
   }
 }
 
-const char* extension_of(const ArrowSchema& s, KeyValues* kv) {
-  *kv = arrow_meta::decode(s.metadata);
-  const std::string* ext = arrow_meta::find(*kv, arrow_meta::kExtensionName);
-  return ext == nullptr ? nullptr : ext->c_str();
+// Whether `s` names an extension type, and then its name.
+bool extension_of(const ArrowSchema& s, std::string_view* ext) {
+  return arrow_meta::lookup(s.metadata, arrow_meta::kExtensionName, ext);
 }
 
 // The leaf (innermost) type: a primitive, arrow.bool8 or "b".
-void parse_leaf(const ArrowSchema& s, ArrowTypeInfo* out, const std::string& where) {
+void parse_leaf(const ArrowSchema& s, ArrowTypeInfo* out, const char* where) {
   check_live(s);
-  KeyValues kv;
-  const char* ext = extension_of(s, &kv);
-  if (ext != nullptr) {
-    if (std::strcmp(ext, arrow_meta::kBool8) == 0 && std::strcmp(s.format, "c") == 0) {
+  std::string_view ext;
+  if (extension_of(s, &ext)) {
+    if (ext == arrow_meta::kBool8 && std::strcmp(s.format, "c") == 0) {
       out->dtype = DLDataType{kDLBool, 8, 1};
-      out->description += "arrow.bool8";
+      out->bool8 = true;
       return;
     }
-    fail(ErrorKind::Type, std::string("Arrow extension type '") + ext + "' (storage " +
+    fail(ErrorKind::Type, "Arrow extension type '" + std::string(ext) + "' (storage " +
                               describe_format(s.format) + ")" + where +
                               " is not supported: dlpackarray reads arrow.fixed_shape_tensor and "
                               "arrow.bool8");
@@ -112,25 +109,23 @@ void parse_leaf(const ArrowSchema& s, ArrowTypeInfo* out, const std::string& whe
   if (std::strcmp(s.format, "b") == 0) {
     out->dtype = DLDataType{kDLBool, 8, 1};
     out->bit_packed = true;
-    out->description += "bool";
     return;
   }
   if (!dtype_from_arrow_format(s.format, &out->dtype)) unsupported(s.format, where);
-  out->description += dtype_name(out->dtype);
 }
 
-std::string join(const std::vector<int64_t>& v) {
+std::string join(const int64_t* v, int32_t n) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (int32_t i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(v[i]);
   return s;
 }
 
-void set_c_cell_strides(ArrowTypeInfo* out) {
-  out->cell_strides.assign(out->cell.size(), 1);
+// Dense C-order strides of a shape with n dimensions.
+void set_dense_strides(const int64_t* shape, int32_t n, int64_t* strides) {
   int64_t s = 1;
-  for (size_t i = out->cell.size(); i-- > 0;) {
-    out->cell_strides[i] = s;
-    s *= out->cell[i] > 0 ? out->cell[i] : 1;
+  for (int32_t i = n; i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
   }
 }
 
@@ -179,53 +174,58 @@ int64_t checked_add(int64_t a, int64_t b) {
 
 }  // namespace
 
+std::string arrow_describe(const ArrowTypeInfo& t) {
+  const std::string leaf = t.bool8 ? "arrow.bool8" : t.bit_packed ? "bool" : dtype_name(t.dtype);
+  if (t.tensor) {
+    return "arrow.fixed_shape_tensor<" + leaf + ">[" + join(t.tensor_shape, t.cell_ndim) + "]";
+  }
+  return t.n_sizes == 0 ? leaf : leaf + "[" + join(t.sizes, t.n_sizes) + "]";
+}
+
 void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
-  *out = ArrowTypeInfo();
+  out->dtype = DLDataType{kDLUInt, 8, 1};
+  out->bit_packed = out->bool8 = out->tensor = false;
+  out->n_sizes = out->cell_ndim = 0;
   check_live(s);
-  KeyValues kv;
-  const char* ext = extension_of(s, &kv);
-  if (ext != nullptr && std::strcmp(ext, arrow_meta::kFixedShapeTensor) == 0) {
+  std::string_view ext;
+  const bool is_extension = extension_of(s, &ext);
+  if (is_extension && ext == arrow_meta::kFixedShapeTensor) {
     if (!starts_with(s.format, "+w:") || s.n_children != 1 || s.children == nullptr) {
       fail(ErrorKind::Value, std::string("arrow.fixed_shape_tensor storage must be a "
                                          "fixed-size list, got format '") +
                                  s.format + "'");
     }
     const int64_t k = parse_list_size(s.format);
-    const std::string* json = arrow_meta::find(kv, arrow_meta::kExtensionMetadata);
-    std::vector<int64_t> shape, perm;
-    arrow_meta::parse_tensor_json(json ? *json : std::string(), &shape, &perm);
-    if (int64_t(shape.size()) + 1 > kMaxNdim) {
-      fail(ErrorKind::Value, "arrow.fixed_shape_tensor has " + std::to_string(shape.size()) +
-                                 " cell dimensions; at most " + std::to_string(kMaxNdim - 1) +
-                                 " are supported");
-    }
+    std::string_view json;
+    arrow_meta::lookup(s.metadata, arrow_meta::kExtensionMetadata, &json);
+    arrow_meta::TensorParams params;
+    arrow_meta::parse_tensor_json(json, &params);
     int64_t product = 1;
-    for (int64_t d : shape) product = checked_mul(product, d);
+    for (int32_t i = 0; i < params.ndim; ++i) product = checked_mul(product, params.shape[i]);
     if (product != k) {
-      fail(ErrorKind::Value, "arrow.fixed_shape_tensor shape [" + join(shape) + "] holds " +
-                                 std::to_string(product) + " elements but its storage lists hold " +
-                                 std::to_string(k));
+      fail(ErrorKind::Value, "arrow.fixed_shape_tensor shape [" + join(params.shape, params.ndim) +
+                                 "] holds " + std::to_string(product) +
+                                 " elements but its storage lists hold " + std::to_string(k));
     }
-    out->description = "arrow.fixed_shape_tensor<";
     parse_leaf(*s.children[0], out, " inside arrow.fixed_shape_tensor");
-    out->description += ">[" + join(shape) + "]";
-    out->sizes.push_back(k);
+    out->tensor = true;
+    out->n_sizes = 1;
+    out->sizes[0] = k;
+    out->cell_ndim = params.ndim;
     // Cells are stored C-ordered in the physical shape; logical dimension i
     // is physical dimension perm[i].
-    std::vector<int64_t> phys_strides(shape.size(), 1);
-    int64_t st = 1;
-    for (size_t i = shape.size(); i-- > 0;) {
-      phys_strides[i] = st;
-      st *= shape[i] > 0 ? shape[i] : 1;
-    }
-    for (size_t i = 0; i < shape.size(); ++i) {
-      out->cell.push_back(shape[size_t(perm[i])]);
-      out->cell_strides.push_back(phys_strides[size_t(perm[i])]);
+    int64_t phys_strides[arrow_meta::TensorParams::kMaxCellNdim];
+    set_dense_strides(params.shape, params.ndim, phys_strides);
+    for (int32_t i = 0; i < params.ndim; ++i) {
+      const int64_t p = params.permutation[i];
+      out->tensor_shape[i] = params.shape[i];
+      out->cell[i] = params.shape[p];
+      out->cell_strides[i] = phys_strides[p];
     }
     return;
   }
-  if (ext != nullptr && std::strcmp(ext, arrow_meta::kBool8) != 0) {
-    fail(ErrorKind::Type, std::string("Arrow extension type '") + ext + "' (storage " +
+  if (is_extension && ext != arrow_meta::kBool8) {
+    fail(ErrorKind::Type, "Arrow extension type '" + std::string(ext) + "' (storage " +
                               describe_format(s.format) +
                               ") is not supported: dlpackarray reads arrow.fixed_shape_tensor "
                               "and arrow.bool8");
@@ -235,24 +235,23 @@ void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
     if (node->n_children != 1 || node->children == nullptr) {
       fail(ErrorKind::Value, "an Arrow fixed-size list schema must have exactly one child");
     }
-    if (int64_t(out->sizes.size()) + 2 > kMaxNdim) {
+    if (out->n_sizes + 2 > kMaxNdim) {
       fail(ErrorKind::Value, "Arrow fixed-size lists nest deeper than the " +
                                  std::to_string(kMaxNdim) + " dimensions supported");
     }
-    out->sizes.push_back(parse_list_size(node->format));
+    out->sizes[out->n_sizes++] = parse_list_size(node->format);
     node = node->children[0];
     check_live(*node);
-    KeyValues inner;
-    const char* inner_ext = extension_of(*node, &inner);
-    if (inner_ext != nullptr && std::strcmp(inner_ext, arrow_meta::kBool8) != 0) {
-      fail(ErrorKind::Type, std::string("Arrow extension type '") + inner_ext +
+    std::string_view inner_ext;
+    if (extension_of(*node, &inner_ext) && inner_ext != arrow_meta::kBool8) {
+      fail(ErrorKind::Type, "Arrow extension type '" + std::string(inner_ext) +
                                 "' inside a fixed-size list is not supported");
     }
   }
-  parse_leaf(*node, out, out->sizes.empty() ? "" : " inside fixed-size lists");
-  if (!out->sizes.empty()) out->description += "[" + join(out->sizes) + "]";
-  out->cell = out->sizes;
-  set_c_cell_strides(out);
+  parse_leaf(*node, out, out->n_sizes == 0 ? "" : " inside fixed-size lists");
+  out->cell_ndim = out->n_sizes;
+  for (int32_t i = 0; i < out->n_sizes; ++i) out->cell[i] = out->sizes[i];
+  set_dense_strides(out->cell, out->cell_ndim, out->cell_strides);
 }
 
 void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
@@ -265,7 +264,7 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
   int64_t first = 0;  // first slot used, relative to node->offset
   int64_t n = a.length;
   int64_t row_elems = 1;
-  for (size_t level = 0; level < t.sizes.size(); ++level) {
+  for (int32_t level = 0; level < t.n_sizes; ++level) {
     if (node->n_buffers != 1 || node->n_children != 1 || node->children == nullptr ||
         node->children[0] == nullptr) {
       fail(ErrorKind::Value, "a fixed-size list Arrow array must have 1 buffer and 1 child");
@@ -293,7 +292,7 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
          "a primitive Arrow array must have 2 buffers, got " + std::to_string(node->n_buffers));
   }
   check_nulls(*node, checked_add(node->offset, first), n,
-              t.sizes.empty() ? "the array" : "the values");
+              t.n_sizes == 0 ? "the array" : "the values");
   const int64_t start = checked_add(node->offset, first);
   const void* values = node->buffers[1];
   if (values == nullptr && n > 0) {
@@ -302,10 +301,10 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
   }
 
   TensorView& v = out->view;
-  v.set_ndim(int32_t(1 + t.cell.size()));
+  v.set_ndim(1 + t.cell_ndim);
   v.shape[0] = a.length;
   v.strides[0] = row_elems;
-  for (size_t i = 0; i < t.cell.size(); ++i) {
+  for (int32_t i = 0; i < t.cell_ndim; ++i) {
     v.shape[i + 1] = t.cell[i];
     v.strides[i + 1] = t.cell_strides[i];
   }
@@ -357,9 +356,9 @@ int64_t arrow_concat_layout(const ArrowTypeInfo& t, const std::vector<ArrowBindi
                             DLDevice dev, TensorView* out) {
   int64_t rows = 0;
   for (const ArrowBinding& b : chunks) rows = checked_add(rows, b.view.shape[0]);
-  out->set_ndim(int32_t(1 + t.cell.size()));
+  out->set_ndim(1 + t.cell_ndim);
   out->shape[0] = rows;
-  for (size_t i = 0; i < t.cell.size(); ++i) out->shape[i + 1] = t.cell[i];
+  for (int32_t i = 0; i < t.cell_ndim; ++i) out->shape[i + 1] = t.cell[i];
   set_c_strides(*out);
   out->dtype = t.dtype;
   out->device = dev;

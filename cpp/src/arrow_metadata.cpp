@@ -26,31 +26,42 @@ int32_t checked_length(size_t n) {
   return int32_t(n);
 }
 
-[[noreturn]] void bad_json(const std::string& json, const std::string& why) {
-  fail(ErrorKind::Value, "malformed arrow.fixed_shape_tensor metadata '" + json + "': " + why);
+[[noreturn]] void bad_json(std::string_view json, const char* why) {
+  fail(ErrorKind::Value,
+       "malformed arrow.fixed_shape_tensor metadata '" + std::string(json) + "': " + why);
 }
+
+// An integer array of at most `cap` stored entries; `count` goes on counting
+// past the cap so that the error can say how many there were.
+struct IntList {
+  int64_t* items;
+  int32_t cap;
+  int64_t count = 0;
+};
 
 // A recursive-descent reader for the JSON the tensor extension uses: an
 // object whose values are arrays of integers or strings; anything else is
-// skipped structurally.
+// skipped structurally.  Works on a view of the schema's metadata and
+// allocates nothing unless it fails.
 class JsonReader {
  public:
-  explicit JsonReader(const std::string& s) : s_(s) {}
+  explicit JsonReader(std::string_view s) : s_(s) {}
 
-  void read_object(std::vector<int64_t>* shape, std::vector<int64_t>* perm, bool* has_shape) {
+  void read_object(IntList* shape, IntList* perm, bool* has_shape, bool* has_perm) {
     expect('{');
     if (peek() == '}') {
       ++i_;
       return;
     }
     for (;;) {
-      const std::string key = read_string();
+      const std::string_view key = read_string();
       expect(':');
       if (key == "shape") {
         read_int_array(shape);
         *has_shape = true;
       } else if (key == "permutation") {
         read_int_array(perm);
+        *has_perm = true;
       } else {
         skip_value(0);
       }
@@ -77,18 +88,19 @@ class JsonReader {
     return c;
   }
   void expect(char c) {
-    if (next() != c) bad_json(s_, std::string("expected '") + c + "'");
-  }
-  std::string read_string() {
-    expect('"');
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (s_[i_] == '\\') ++i_;  // escaped character: kept verbatim
-      if (i_ < s_.size()) out += s_[i_++];
+    if (next() != c) {
+      const char what[] = {'e', 'x', 'p', 'e', 'c', 't', 'e', 'd', ' ', '\'', c, '\'', '\0'};
+      bad_json(s_, what);
     }
+  }
+  // The raw characters between the quotes; escapes are kept verbatim (the
+  // keys this reader looks for have none).
+  std::string_view read_string() {
+    expect('"');
+    const size_t begin = i_;
+    while (i_ < s_.size() && s_[i_] != '"') i_ += s_[i_] == '\\' ? 2 : 1;
     if (i_ >= s_.size()) bad_json(s_, "unterminated string");
-    ++i_;
-    return out;
+    return s_.substr(begin, i_++ - begin);
   }
   int64_t read_int() {
     skip_space();
@@ -110,15 +122,17 @@ class JsonReader {
     }
     return neg ? -v : v;
   }
-  void read_int_array(std::vector<int64_t>* out) {
-    out->clear();
+  void read_int_array(IntList* out) {
+    out->count = 0;
     expect('[');
     if (peek() == ']') {
       ++i_;
       return;
     }
     for (;;) {
-      out->push_back(read_int());
+      const int64_t v = read_int();
+      if (out->count < out->cap) out->items[out->count] = v;
+      ++out->count;
       const char c = next();
       if (c == ']') return;
       if (c != ',') bad_json(s_, "expected ',' or ']'");
@@ -153,7 +167,7 @@ class JsonReader {
     }
   }
 
-  const std::string& s_;
+  std::string_view s_;
   size_t i_ = 0;
 };
 
@@ -171,31 +185,25 @@ std::string encode(const KeyValues& kv) {
   return out;
 }
 
-KeyValues decode(const char* blob) {
-  KeyValues kv;
-  if (blob == nullptr) return kv;
+bool lookup(const char* blob, std::string_view key, std::string_view* value) {
+  if (blob == nullptr) return false;
   const char* p = blob;
   const int32_t n = get_int32(p);
   if (n < 0) fail(ErrorKind::Value, "Arrow schema metadata has a negative entry count");
   for (int32_t i = 0; i < n; ++i) {
     const int32_t klen = get_int32(p);
     if (klen < 0) fail(ErrorKind::Value, "Arrow schema metadata has a negative key length");
-    std::string key(p, size_t(klen));
+    const std::string_view k(p, size_t(klen));
     p += klen;
     const int32_t vlen = get_int32(p);
     if (vlen < 0) fail(ErrorKind::Value, "Arrow schema metadata has a negative value length");
-    std::string value(p, size_t(vlen));
+    if (k == key) {
+      *value = std::string_view(p, size_t(vlen));
+      return true;
+    }
     p += vlen;
-    kv.emplace_back(std::move(key), std::move(value));
   }
-  return kv;
-}
-
-const std::string* find(const KeyValues& kv, const char* key) {
-  for (const auto& [k, v] : kv) {
-    if (k == key) return &v;
-  }
-  return nullptr;
+  return false;
 }
 
 std::string tensor_json(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
@@ -211,27 +219,33 @@ std::string tensor_json(const std::vector<int64_t>& shape, const std::vector<int
   return json + "}";
 }
 
-void parse_tensor_json(const std::string& json, std::vector<int64_t>* shape,
-                       std::vector<int64_t>* perm) {
-  bool has_shape = false;
-  shape->clear();
-  perm->clear();
-  JsonReader(json).read_object(shape, perm, &has_shape);
+void parse_tensor_json(std::string_view json, TensorParams* out) {
+  bool has_shape = false, has_perm = false;
+  IntList shape{out->shape, TensorParams::kMaxCellNdim};
+  IntList perm{out->permutation, TensorParams::kMaxCellNdim};
+  JsonReader(json).read_object(&shape, &perm, &has_shape, &has_perm);
   if (!has_shape) bad_json(json, "no \"shape\"");
-  for (int64_t d : *shape) {
-    if (d < 0) bad_json(json, "negative dimension in \"shape\"");
+  if (shape.count > TensorParams::kMaxCellNdim) {
+    fail(ErrorKind::Value, "arrow.fixed_shape_tensor has " + std::to_string(shape.count) +
+                               " cell dimensions; at most " +
+                               std::to_string(TensorParams::kMaxCellNdim) + " are supported");
   }
-  if (perm->empty()) {
-    for (size_t i = 0; i < shape->size(); ++i) perm->push_back(int64_t(i));
+  out->ndim = int32_t(shape.count);
+  for (int32_t i = 0; i < out->ndim; ++i) {
+    if (out->shape[i] < 0) bad_json(json, "negative dimension in \"shape\"");
   }
-  if (perm->size() != shape->size())
-    bad_json(json, "\"permutation\" and \"shape\" differ in length");
-  std::vector<bool> seen(shape->size(), false);
-  for (int64_t p : *perm) {
-    if (p < 0 || p >= int64_t(shape->size()) || seen[size_t(p)]) {
+  if (!has_perm || perm.count == 0) {
+    for (int32_t i = 0; i < out->ndim; ++i) out->permutation[i] = i;
+    return;
+  }
+  if (perm.count != shape.count) bad_json(json, "\"permutation\" and \"shape\" differ in length");
+  bool seen[TensorParams::kMaxCellNdim] = {};
+  for (int32_t i = 0; i < out->ndim; ++i) {
+    const int64_t p = out->permutation[i];
+    if (p < 0 || p >= out->ndim || seen[p]) {
       bad_json(json, "\"permutation\" is not a permutation of 0..ndim-1");
     }
-    seen[size_t(p)] = true;
+    seen[p] = true;
   }
 }
 

@@ -4,8 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "dlpackarray/tensor_view.hpp"
 
 namespace dla::arrow_meta {
 
@@ -20,19 +23,26 @@ inline constexpr const char* kBool8 = "arrow.bool8";
 // byte order, no terminators.
 std::string encode(const KeyValues& kv);
 
-// NULL means no metadata.  Throws ValueError for negative counts/lengths.
-KeyValues decode(const char* blob);
-
-// The value of `key`, or nullptr.
-const std::string* find(const KeyValues& kv, const char* key);
+// Whether the blob (NULL: no metadata) has `key`, and then its value, which
+// points into the blob: import runs on every Arrow conversion, so nothing is
+// copied or allocated.  Throws ValueError for negative counts/lengths.
+bool lookup(const char* blob, std::string_view key, std::string_view* value);
 
 // {"shape":[...]} plus "permutation" when it is not the identity.
 std::string tensor_json(const std::vector<int64_t>& shape, const std::vector<int64_t>& permutation);
 
-// Reads "shape" (required) and "permutation" (optional, identity when
-// absent) of a fixed_shape_tensor; other keys ("dim_names") are skipped.
-// Throws ValueError naming what is malformed.
-void parse_tensor_json(const std::string& json, std::vector<int64_t>* shape,
-                       std::vector<int64_t>* permutation);
+// The parameters of one arrow.fixed_shape_tensor type.  A tensor column adds
+// the row dimension, so a cell has at most kMaxNdim - 1 dimensions.
+struct TensorParams {
+  static constexpr int32_t kMaxCellNdim = kMaxNdim - 1;
+  int32_t ndim = 0;
+  int64_t shape[kMaxCellNdim];
+  int64_t permutation[kMaxCellNdim];  // identity when the metadata has none
+};
+
+// Reads "shape" (required) and "permutation" (optional) of a
+// fixed_shape_tensor; other keys ("dim_names") are skipped.  Throws
+// ValueError naming what is malformed or how many dimensions are too many.
+void parse_tensor_json(std::string_view json, TensorParams* out);
 
 }  // namespace dla::arrow_meta

@@ -7,7 +7,6 @@ import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport uintptr_t
 
@@ -20,7 +19,7 @@ from dlpackarray.core cimport (
     supported_dtypes_text, view_nbytes, view_size,
 )
 from dlpackarray._common cimport (
-    copy_to_heap, device_tuple, dtype_object, parse_copy, parse_device, parse_dtype,
+    copy_to_heap, device_tuple, dtype_object, parse_copy, parse_device, parse_dtype, type_has,
 )
 from dlpackarray._buffer cimport fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
@@ -53,17 +52,6 @@ cdef type _ARRAY_TYPE = _array_module.array
 cdef type _MMAP_TYPE = _mmap_module.mmap
 
 cdef tuple _DLPACK_INFO = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
-
-
-cdef extern from "Python.h":
-    # MRO lookup through the type cache; unlike hasattr(type, name) it never
-    # creates and discards an AttributeError (~200 ns) when the name is absent.
-    PyObject* _PyType_Lookup(PyTypeObject* t, PyObject* name)
-
-
-cdef inline bint _type_has(type t, str name):
-    """Whether instances of ``t`` get ``name`` from their class (special-method lookup)."""
-    return _PyType_Lookup(<PyTypeObject*>t, <PyObject*>name) != NULL
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner):
@@ -201,7 +189,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         if owner is not None:
             self.owner = owner
             return _finish_capsule_import(self, owner, copy, device, copied)
-    if _type_has(t, "__dlpack__"):
+    if type_has(t, "__dlpack__"):
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
@@ -256,7 +244,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     if PyObject_CheckBuffer(obj):
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
-    if _type_has(t, "__array__"):
+    if type_has(t, "__array__"):
         # Last resort: the object converts itself (usually to an ndarray),
         # which is then imported through its own richer protocol.
         result, fresh = call_array_method(obj, copy)
@@ -328,7 +316,7 @@ cdef bint _import_arrow_instead(DLPackArray self, object obj, type t, object cop
 cdef bint _has_direct_protocol(object obj) except -1:
     """Whether ``obj`` is importable without calling ``__array__`` again."""
     return (isinstance(obj, DLPackArray) or PyCapsule_CheckExact(obj)
-            or _type_has(type(obj), "__dlpack__") or PyObject_CheckBuffer(obj)
+            or type_has(type(obj), "__dlpack__") or PyObject_CheckBuffer(obj)
             or getattr(obj, "__array_struct__", None) is not None
             or getattr(obj, "__array_interface__", None) is not None)
 

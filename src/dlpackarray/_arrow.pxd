@@ -95,10 +95,8 @@ cdef extern from "dlpackarray/arrow_bridge.hpp" namespace "dla" nogil:
     cdef cppclass ArrowTypeInfo:
         DLDataType dtype
         cbool bit_packed
-        vector[int64_t] sizes
-        vector[int64_t] cell
-        vector[int64_t] cell_strides
-        string description
+
+    string arrow_describe(const ArrowTypeInfo& t) except +raise_py_error
 
     cdef cppclass ArrowBinding:
         TensorView view

@@ -15,7 +15,7 @@ from libcpp.vector cimport vector
 
 from dlpackarray.abi cimport DLDevice, kDLCPU
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
-from dlpackarray._common cimport HeapOwner, device_tuple
+from dlpackarray._common cimport HeapOwner, device_tuple, type_has
 
 # Probed in this order on import (docs/arrow.md, "Import").
 cdef tuple _ARROW_METHODS = (
@@ -177,7 +177,7 @@ cdef class _StreamHolder:
 
 cdef bint has_arrow_protocol(type t):
     for name in _ARROW_METHODS:
-        if hasattr(t, name):
+        if type_has(t, name):
             return True
     return False
 
@@ -256,7 +256,7 @@ cdef object _concatenate(const ArrowTypeInfo& info, const vector[ArrowBinding]& 
                          DLDevice dev, TensorView* out, bint* copied, object copy, str why):
     if copy is False:
         raise BufferError(
-            f"the Arrow data ({info.description.decode()}) {why}; making one tensor of it "
+            f"the Arrow data ({arrow_describe(info).decode()}) {why}; making one tensor of it "
             "needs a copy and copy=False was given")
     cdef int64_t nbytes = arrow_concat_layout(info, chunks, dev, out)
     cdef HeapOwner heap = HeapOwner.__new__(HeapOwner)
@@ -368,11 +368,11 @@ cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object co
     """
     cdef type t = type(obj)
     copied[0] = False
-    if hasattr(t, "__arrow_c_device_array__"):
+    if type_has(t, "__arrow_c_device_array__"):
         return _from_array_pair(obj.__arrow_c_device_array__(), True, out, copied, copy)
-    has_device_stream = hasattr(t, "__arrow_c_device_stream__")
-    if hasattr(t, "__arrow_c_array__"):
-        if not (has_device_stream or hasattr(t, "__arrow_c_stream__")):
+    has_device_stream = type_has(t, "__arrow_c_device_stream__")
+    if type_has(t, "__arrow_c_array__"):
+        if not (has_device_stream or type_has(t, "__arrow_c_stream__")):
             return _from_array_pair(obj.__arrow_c_array__(), False, out, copied, copy)
         try:
             result = obj.__arrow_c_array__()

@@ -1,4 +1,5 @@
 # cython: language_level=3
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int64_t
 from dlpackarray.abi cimport DLDataType, DLDevice
 from dlpackarray.core cimport TensorView
@@ -25,3 +26,14 @@ cdef DLDevice parse_device(object device) except *
 cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *
 # The copy keyword as a dla::CopyMode value; TypeError for anything else.
 cdef int parse_copy(object copy) except -2
+
+
+cdef extern from "Python.h":
+    # MRO lookup through the type cache; unlike hasattr(type, name) it never
+    # creates and discards an AttributeError (~200 ns) when the name is absent.
+    PyObject* _PyType_Lookup(PyTypeObject* t, PyObject* name)
+
+
+cdef inline bint type_has(type t, str name) noexcept:
+    """Whether instances of ``t`` get ``name`` from their class (special-method lookup)."""
+    return _PyType_Lookup(<PyTypeObject*>t, <PyObject*>name) != NULL

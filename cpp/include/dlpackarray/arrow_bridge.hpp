@@ -63,15 +63,24 @@ void arrow_export_device_stream(ArrowExport* ex, ArrowDeviceArrayStream* out);
 
 // -- import ---------------------------------------------------------------------
 
-// What a schema says about the tensor it carries.
+// What a schema says about the tensor it carries.  Fixed-size arrays: it is
+// filled on every Arrow import, which should allocate nothing.
 struct ArrowTypeInfo {
   DLDataType dtype{kDLUInt, 8, 1};
-  bool bit_packed = false;            // Arrow "b": bits that need unpacking (a copy)
-  std::vector<int64_t> sizes;         // list_size of each fixed-size-list level, outermost first
-  std::vector<int64_t> cell;          // logical shape of one row (after the first dimension)
-  std::vector<int64_t> cell_strides;  // element strides of `cell` in the row's dense storage
-  std::string description;            // e.g. "arrow.fixed_shape_tensor<float>[2,3]", for errors
+  bool bit_packed = false;         // Arrow "b": bits that need unpacking (a copy)
+  bool bool8 = false;              // the leaf is the arrow.bool8 extension
+  bool tensor = false;             // arrow.fixed_shape_tensor (cell = its logical shape)
+  int32_t n_sizes = 0;             // fixed-size-list levels
+  int32_t cell_ndim = 0;           // dimensions of one row (after the first dimension)
+  int64_t sizes[kMaxNdim];         // list_size of each fixed-size-list level, outermost first
+  int64_t cell[kMaxNdim];          // logical shape of one row
+  int64_t cell_strides[kMaxNdim];  // element strides of `cell` in the row's dense storage
+  int64_t tensor_shape[kMaxNdim];  // arrow.fixed_shape_tensor's physical (stored) shape
 };
+
+// The Arrow type, as error messages name it, e.g.
+// "arrow.fixed_shape_tensor<float32>[2,3]" or "int64[4]" (fixed-size lists).
+std::string arrow_describe(const ArrowTypeInfo& t);
 
 // Parses a schema: a primitive, nested fixed-size lists of one, the
 // arrow.fixed_shape_tensor or arrow.bool8 extension.  Throws TypeError naming
