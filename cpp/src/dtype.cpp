@@ -46,12 +46,41 @@ constexpr NamedDtype kDtypes[] = {
     {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8, nullptr},
 };
 
-const NamedDtype* find(DLDataType dt) {
-  if (dt.lanes != 1) return nullptr;
-  for (const auto& d : kDtypes) {
-    if (d.code == dt.code && d.bits == dt.bits) return &d;
+// (code, bytes) -> index into kDtypes, -1 where unsupported: every wrap and
+// export validates its dtype, so the lookup is one load instead of a scan.
+constexpr int kCodeSlots = 32;
+constexpr int kByteSlots = 17;  // 0..16 bytes: complex128 is the widest
+struct DtypeIndex {
+  int8_t at[kCodeSlots][kByteSlots];
+};
+
+constexpr DtypeIndex make_index() {
+  DtypeIndex ix{};
+  for (auto& row : ix.at) {
+    for (auto& slot : row) slot = -1;
   }
-  return nullptr;
+  for (size_t i = 0; i < sizeof kDtypes / sizeof kDtypes[0]; ++i) {
+    ix.at[kDtypes[i].code][kDtypes[i].bits / 8] = int8_t(i);
+  }
+  return ix;
+}
+
+constexpr bool table_fits_index() {
+  for (const auto& d : kDtypes) {
+    if (d.code >= kCodeSlots || d.bits % 8 != 0 || d.bits / 8 >= kByteSlots) return false;
+  }
+  return sizeof kDtypes / sizeof kDtypes[0] < 128;
+}
+static_assert(table_fits_index(), "a dtype of kDtypes falls outside DtypeIndex");
+
+constexpr DtypeIndex kIndex = make_index();
+
+const NamedDtype* find(DLDataType dt) {
+  if (dt.lanes != 1 || dt.code >= kCodeSlots || dt.bits % 8 != 0 || dt.bits / 8 >= kByteSlots) {
+    return nullptr;
+  }
+  const int8_t i = kIndex.at[dt.code][dt.bits / 8];
+  return i < 0 ? nullptr : &kDtypes[i];
 }
 
 DLDataType make(uint8_t code, uint8_t bits) { return DLDataType{code, bits, 1}; }
@@ -288,9 +317,11 @@ const char* arrow_format_from_dtype(DLDataType dt) {
 }
 
 bool dtype_from_arrow_format(const char* format, DLDataType* out) {
-  if (format == nullptr) return false;
+  // Every Arrow primitive format the table carries is one character: compare
+  // that character only (this runs on every Arrow import).
+  if (format == nullptr || format[0] == '\0' || format[1] != '\0') return false;
   for (const auto& d : kDtypes) {
-    if (d.arrow != nullptr && std::strcmp(d.arrow, format) == 0) {
+    if (d.arrow != nullptr && d.arrow[0] == format[0] && d.arrow[1] == '\0') {
       *out = make(d.code, d.bits);
       return true;
     }

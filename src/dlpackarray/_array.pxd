@@ -1,4 +1,6 @@
 # cython: language_level=3
+from libcpp.vector cimport vector
+
 from dlpackarray.core cimport TensorView
 
 
@@ -11,7 +13,10 @@ cdef class DLPackArray:
     # HeapOwner, or an owner of another protocol module); shared by every
     # view of the data.
     cdef object owner
-    cdef Py_ssize_t* _byte_strides
+    # Byte strides of buffer-protocol exports, made on the first one.  A C++
+    # member, destroyed by the generated tp_dealloc: the class needs no
+    # __dealloc__, whose error-state save/restore every array would pay.
+    cdef vector[Py_ssize_t] _byte_strides
     cdef tuple _shape
     cdef tuple _strides
     # Live buffer-protocol exports; __init__ of a placeholder refuses while

@@ -6,7 +6,6 @@ import sys
 import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from libc.stdint cimport uintptr_t
 
@@ -143,9 +142,7 @@ cdef inline void _drop_caches(DLPackArray self) noexcept:
     export points at the stride array."""
     self._shape = None
     self._strides = None
-    if self._byte_strides != NULL:
-        PyMem_Free(self._byte_strides)
-        self._byte_strides = NULL
+    self._byte_strides.clear()
 
 
 cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, object device,
@@ -368,7 +365,6 @@ cdef class DLPackArray:
     """
 
     def __cinit__(self):
-        self._byte_strides = NULL
         _reset_placeholder(self)
 
     def __init__(self, obj, /, *, copy=None, device=None, stream=None):
@@ -413,11 +409,6 @@ cdef class DLPackArray:
         global _NDARRAY_TYPE
         if _NDARRAY_TYPE is None:
             _NDARRAY_TYPE = getattr(sys.modules.get("numpy"), "ndarray", None)
-
-    def __dealloc__(self):
-        if self._byte_strides != NULL:
-            PyMem_Free(self._byte_strides)
-            self._byte_strides = NULL
 
     # -- DLPack ---------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -517,13 +508,15 @@ cdef class DLPackArray:
     # -- buffer protocol ------------------------------------------------------
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         cdef int i
-        if self._byte_strides == NULL and self._view.ndim > 0:
-            self._byte_strides = <Py_ssize_t*>PyMem_Malloc(self._view.ndim * sizeof(Py_ssize_t))
-            if self._byte_strides == NULL:
-                raise MemoryError()
+        if self._view.ndim == 0:
+            fill_buffer(buffer, self, &self._view, NULL, flags)
+            self._exports += 1
+            return
+        if self._byte_strides.empty():
+            self._byte_strides.resize(self._view.ndim)
             for i in range(self._view.ndim):
                 self._byte_strides[i] = byte_stride(self._view, i)
-        fill_buffer(buffer, self, &self._view, self._byte_strides, flags)
+        fill_buffer(buffer, self, &self._view, self._byte_strides.data(), flags)
         self._exports += 1
 
     def __releasebuffer__(self, Py_buffer* buffer):

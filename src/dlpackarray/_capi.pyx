@@ -189,7 +189,6 @@ cdef object _c_from_data(void* data, int32_t ndim, const int64_t* shape, const i
                          DLDataType dtype, DLDevice device, int readonly, PyObject* owner,
                          DataDeleter deleter, void* deleter_ctx):
     cdef _DataDeleterOwner holder
-    cdef TensorView v
     cdef int32_t i
     keepalive = None
     if deleter != NULL:
@@ -202,9 +201,13 @@ cdef object _c_from_data(void* data, int32_t ndim, const int64_t* shape, const i
             raise ValueError("give an owner object or a deleter, not both")
     elif owner != NULL:
         keepalive = <object>owner
-    v.set_ndim(ndim)
     if ndim > 0 and shape == NULL:
         raise ValueError(f"shape is NULL but ndim is {ndim}")
+    # Filled in place (no descriptor copy): on any error below the new array
+    # is dropped before anyone else has seen it.
+    cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    cdef TensorView* v = &a._view
+    v.set_ndim(ndim)
     for i in range(ndim):
         v.shape[i] = shape[i]
     v.data = data
@@ -212,13 +215,13 @@ cdef object _c_from_data(void* data, int32_t ndim, const int64_t* shape, const i
     v.device = device
     v.readonly = readonly != 0
     if strides == NULL:
-        set_c_strides(v)
+        set_c_strides(v[0])
     else:
         for i in range(ndim):
             v.strides[i] = strides[i]
-    check_dtype_supported(v.dtype)
-    validate(v)
-    return wrap_view(&v, keepalive)
+    validate(v[0])  # the dtype, shape, strides and address range, overflow-checked
+    a.owner = keepalive
+    return a
 
 
 cdef object _c_from_managed_versioned(DLManagedTensorVersioned* m):
