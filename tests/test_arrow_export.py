@@ -257,7 +257,9 @@ def test_device_stream_yields_one_chunk_then_ends():
     RELEASE_ARRAY(first.array.release)(ctypes.byref(first.array))
 
 
-def test_non_host_data_offers_only_device_methods_which_need_cuda_support():
+def test_non_host_data_offers_only_device_methods():
+    # What the device methods make of CUDA data (device, sync events, copies)
+    # is tested against the fake driver in test_arrow_cuda.py.
     import dlpack_ctypes as dc
 
     p = dc.Producer(
@@ -268,8 +270,19 @@ def test_non_host_data_offers_only_device_methods_which_need_cuda_support():
     for method in (d.__arrow_c_array__, d.__arrow_c_stream__):
         with pytest.raises(BufferError, match="__arrow_c_device_array__"):
             method()
-    with pytest.raises(BufferError, match="CUDA support"):
-        d.__arrow_c_device_array__()
+
+
+def test_devices_without_sync_event_support_are_refused_by_the_device_methods():
+    import dlpack_ctypes as dc
+
+    p = dc.Producer(
+        None, shape=(4,), strides=(1,), dtype=(dc.KDL_FLOAT, 32, 1), data=0x10000,
+        device=(10, 0),  # ROCm: HIP events are not supported
+    )  # fmt: skip
+    d = DLPackArray(p.capsule())
+    for method in (d.__arrow_c_device_array__, d.__arrow_c_device_stream__):
+        with pytest.raises(BufferError, match=r"device \(10, 0\).*events are not supported"):
+            method()
 
 
 # -- real consumers ----------------------------------------------------------------

@@ -145,3 +145,74 @@ def test_second_gpu_device_ids():
 class _CAI:
     def __init__(self, t):
         self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+
+# -- Arrow C Device Data interface (docs/arrow.md, "CUDA data") --------------------------------
+
+
+class _DevicePair:
+    """An object speaking only __arrow_c_device_array__, returning given capsules."""
+
+    def __init__(self, pair):
+        self.pair = pair
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        return self.pair
+
+
+def test_arrow_device_array_round_trip_waits_on_the_sync_event():
+    # pyarrow's wheels cannot build CUDA device arrays (that needs pyarrow.cuda),
+    # so dlpackarray is both producer and consumer here.
+    from arrow_ctypes import ArrowDeviceArray, struct_of
+
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    x = torch.zeros(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SPIN_CYCLES)
+        x.fill_(1.0)
+        d = DLPackArray(x, stream=producer.cuda_stream)  # ready on the producer stream
+    schema, array = d.__arrow_c_device_array__()
+    dev = struct_of(array, ArrowDeviceArray)
+    assert (dev.device_type, dev.device_id) == (DLDeviceType.CUDA, x.device.index)
+    assert dev.array.buffers[1] == x.data_ptr() and dev.sync_event
+    back = DLPackArray(_DevicePair((schema, array)))
+    assert back.data_ptr == x.data_ptr() and back.device == d.device
+    # stream=-1 orders nothing: only the import's wait on the event (recorded
+    # after fill_ on the producer stream) makes the consumer see the ones.
+    y = torch.from_dlpack(back.__dlpack__(stream=-1, max_version=(1, 3)))
+    with torch.cuda.stream(consumer):
+        z = y.clone()
+    consumer.synchronize()
+    assert bool((z == 1).all()), "the import did not wait for the producer's event"
+
+
+def test_arrow_device_array_round_trip_of_cupy_and_strided_views():
+    cupy = _import("cupy")
+    if cupy is None:
+        pytest.skip("cupy is not installed")
+    c = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)
+    d = DLPackArray(c)
+    back = DLPackArray(_DevicePair(d.__arrow_c_device_array__()))
+    assert back.data_ptr == int(c.data.ptr) and back.shape == (3, 4)
+    np.testing.assert_array_equal(
+        np.asarray(DLPackArray(back, device="cpu")), np.arange(12, dtype=np.float32).reshape(3, 4)
+    )
+    # A view with gaps is copied on the device (freed when the capsule goes).
+    v = DLPackArray(c[:, ::2])
+    back = DLPackArray(_DevicePair(v.__arrow_c_device_array__()))
+    assert back.device == v.device and back.data_ptr != v.data_ptr
+    np.testing.assert_array_equal(
+        np.asarray(DLPackArray(back, device="cpu")), cupy.asnumpy(c[:, ::2])
+    )
+
+
+def test_pyarrow_cuda_reads_the_device_array():
+    pa = _import("pyarrow")
+    if pa is None or _import("pyarrow.cuda") is None:
+        pytest.skip("pyarrow without CUDA support (pyarrow.cuda)")
+    x = torch.arange(16, dtype=torch.float64, device="cuda")
+    arr = pa.Array._import_from_c_device_capsule(*DLPackArray(x).__arrow_c_device_array__())
+    assert not arr.is_cpu and arr.buffers()[1].address == x.data_ptr()
+    back = DLPackArray(_DevicePair(arr.__arrow_c_device_array__()))
+    assert back.data_ptr == x.data_ptr() and back.device[0] == DLDeviceType.CUDA

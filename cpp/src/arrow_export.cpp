@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "arrow_metadata.hpp"
 #include "dlpackarray/arrow_bridge.hpp"
+#include "dlpackarray/cuda_exchange.hpp"
 #include "dlpackarray/dtype.hpp"
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/strided_copy.hpp"
@@ -23,8 +25,13 @@ struct ArrowExport {
   void (*keep_release)(void*) = nullptr;
   void* keep_ctx = nullptr;
   void* block = nullptr;  // aligned_allocate'd copy, or nullptr when sharing the source
-  DLDevice device{kDLCPU, 0};
+  cuda::CUdeviceptr device_block = 0;  // CUDA data's copy on its device, or 0
+  DLDevice device{kDLCPU, 0};          // where `values` lives
   int32_t device_methods = 0;
+  // CUDA-family data through the device methods: every ArrowDeviceArray gets
+  // its own event recorded on `ready_stream` (the view's ready token).
+  bool cuda = false;
+  void* ready_stream = nullptr;
   // Layout: a chain of fixed-size lists (outermost first) over one leaf.
   int64_t length = 0;
   std::vector<int64_t> list_sizes;
@@ -147,6 +154,9 @@ struct ArrayPrivate {
   ArrowExport* ex = nullptr;
   const void* buffers[2] = {nullptr, nullptr};
   ArrowArray* children[1] = {nullptr};
+  // The top level of a CUDA ArrowDeviceArray: its sync_event points here
+  // (heap memory, so the struct may be moved), destroyed by the release.
+  cuda::CUevent event = nullptr;
 };
 
 void release_array(ArrowArray* a) {
@@ -158,6 +168,8 @@ void release_array(ArrowArray* a) {
     delete c;
   }
   ArrowExport* ex = p->ex;
+  // No Python and no throw: releases run on any thread, without the GIL.
+  cuda::destroy_event(ex->device.device_id, p->event);
   delete p;
   a->release = nullptr;
   // Last: this may run the keepalive's release (and take the GIL).
@@ -314,12 +326,23 @@ void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
 
 ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opts) {
   const Extent extent = validate(v);
-  if (!device_is_host_accessible(v.device)) {
-    fail(ErrorKind::Buffer,
-         "cannot export data on device (" + std::to_string(int(v.device.device_type)) + ", " +
-             std::to_string(v.device.device_id) +
-             ") through Arrow: device arrays need a sync event, which comes with the CUDA "
-             "support; only host memory can be exported for now");
+  // CUDA-family data through the device methods stays on its device: any
+  // copy is made there, and consumers get a sync event.  The CPU methods
+  // need memory the host can read (pinned and managed memory can).
+  const bool on_cuda = opts.device == 1 && cuda::is_cuda_family(v.device);
+  if (!opts.schema_only && !on_cuda && !device_is_host_accessible(v.device)) {
+    const std::string where = "device (" + std::to_string(int(v.device.device_type)) + ", " +
+                              std::to_string(v.device.device_id) + ")";
+    if (opts.device == 0) {
+      fail(ErrorKind::Buffer,
+           "data on " + where +
+               " is not host memory, so the CPU Arrow methods cannot export it; device data "
+               "is offered through __arrow_c_device_array__ and __arrow_c_device_stream__");
+    }
+    fail(ErrorKind::Buffer, "cannot export data on " + where +
+                                " through Arrow: dlpackarray exports host memory and CUDA "
+                                "memory (device types 2, 3 and 13), whose sync events it makes; "
+                                "other devices' events are not supported");
   }
   const bool is_bool = v.dtype.code == kDLBool && v.dtype.bits == 8 && v.dtype.lanes == 1;
   const char* fmt = is_bool ? arrow_format_from_dtype(DLDataType{kDLInt, 8, 1})
@@ -329,7 +352,9 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
   auto ex = std::make_unique<ArrowExport>();
   ex->device = v.device;
   ex->device_methods = opts.device;
-  const bool bits = is_bool && opts.bit_packed_bool;
+  // Packing bits is a host loop: for data on a CUDA device the request is
+  // answered with arrow.bool8 (requests are best effort).
+  const bool bits = is_bool && opts.bit_packed_bool && !on_cuda;
   ex->leaf_format = bits ? "b" : fmt;
   if (is_bool && !bits) {
     ex->leaf_metadata = arrow_meta::encode(
@@ -387,8 +412,18 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
   }
   if (opts.schema_only) return ex.release();
 
+  ex->cuda = on_cuda;
+  ex->ready_stream = v.ready_stream;
   if (!must_copy) {
     ex->values = v.data == nullptr ? nullptr : static_cast<const char*>(v.data) + v.byte_offset;
+  } else if (on_cuda) {
+    // A dense copy on the data's device (never through the host: producing
+    // device structs must not copy across devices), enqueued on the ready
+    // stream, where the sync event is recorded after it.  cuMemAlloc memory
+    // is device memory whatever the source was (pinned, managed).
+    ex->device_block = cuda::copy_on_device(v);
+    ex->values = reinterpret_cast<const void*>(static_cast<uintptr_t>(ex->device_block));
+    ex->device = DLDevice{kDLCUDA, v.device.device_id};
   } else {
     const int64_t itemsize = dtype_itemsize(v.dtype);
     int64_t nbytes;
@@ -418,11 +453,14 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
     ex->block = dense_copy;
     ex->values = dense_copy;
   }
-  if (ex->values == nullptr) ex->values = kEmpty;
+  // Device memory never gets the host's placeholder.
+  if (ex->values == nullptr && !on_cuda) ex->values = kEmpty;
   return ex.release();
 }
 
-bool arrow_export_shares_memory(const ArrowExport* ex) noexcept { return ex->block == nullptr; }
+bool arrow_export_shares_memory(const ArrowExport* ex) noexcept {
+  return ex->block == nullptr && ex->device_block == 0;
+}
 
 void arrow_export_set_keepalive(ArrowExport* ex, void (*release)(void*), void* ctx) noexcept {
   ex->keep_release = release;
@@ -432,6 +470,7 @@ void arrow_export_set_keepalive(ArrowExport* ex, void (*release)(void*), void* c
 void arrow_export_unref(ArrowExport* ex) noexcept {
   if (ex == nullptr || ex->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (ex->block != nullptr) aligned_free(ex->block);
+  if (ex->device_block != 0) cuda::free_device(ex->device.device_id, ex->device_block);
   void (*release)(void*) = ex->keep_release;
   void* ctx = ex->keep_ctx;
   delete ex;
@@ -444,12 +483,24 @@ void arrow_export_array(ArrowExport* ex, ArrowArray* out) { build_array(*ex, 0, 
 
 void arrow_export_device_array(ArrowExport* ex, ArrowDeviceArray* out) {
   out->array.release = nullptr;
-  build_array(*ex, 0, ex->length, &out->array);
-  // Host memory needs no synchronisation: sync_event stays NULL.  Arrow's CPU
-  // device has no id (-1); DLPack says 0.
+  // CUDA data: an event recorded now on the ready stream, after the work (or
+  // the copy) that produces the data; one per struct, since each struct is
+  // released on its own.  Host memory needs no synchronisation: NULL.
+  cuda::CUevent event =
+      ex->cuda ? cuda::record_ready_event(ex->device.device_id, ex->ready_stream) : nullptr;
+  try {
+    build_array(*ex, 0, ex->length, &out->array);
+  } catch (...) {
+    cuda::destroy_event(ex->device.device_id, event);
+    throw;
+  }
+  auto* p = static_cast<ArrayPrivate*>(out->array.private_data);
+  p->event = event;
+  // Arrow's CPU device has no id (-1); DLPack says 0.
   out->device_type = ArrowDeviceType(ex->device.device_type);
   out->device_id = ex->device.device_type == kDLCPU ? -1 : ex->device.device_id;
-  out->sync_event = nullptr;
+  // The spec's cudaEvent_t*: a pointer to the handle, not the handle.
+  out->sync_event = event == nullptr ? nullptr : static_cast<void*>(&p->event);
   out->reserved[0] = out->reserved[1] = out->reserved[2] = 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "arrow_metadata.hpp"
 #include "dlpackarray/arrow_bridge.hpp"
+#include "dlpackarray/cuda_exchange.hpp"
 #include "dlpackarray/dtype.hpp"
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/strided_copy.hpp"
@@ -139,13 +140,21 @@ int64_t count_nulls(const void* bitmap, int64_t start, int64_t n) {
   return nulls;
 }
 
-void check_nulls(const ArrowArray& a, int64_t first, int64_t n, const char* what) {
+void check_nulls(const ArrowArray& a, int64_t first, int64_t n, DLDevice dev, const char* what) {
   if (a.null_count == 0 || n == 0) return;
   const void* validity = a.n_buffers > 0 ? a.buffers[0] : nullptr;
   int64_t nulls;
   if (validity == nullptr) {
     if (a.null_count < 0) return;  // unknown count, no bitmap: no nulls
     nulls = a.null_count;
+  } else if (!device_is_host_accessible(dev)) {
+    // CUDA memory (its sync event already waited on): count in a host copy
+    // of the bitmap bytes that cover the window.
+    const auto nbytes = int64_t((uint64_t(first & 7) + uint64_t(n) + 7) >> 3);  // no overflow
+    std::vector<unsigned char> bytes(static_cast<size_t>(nbytes));
+    cuda::copy_bytes_to_host(dev, static_cast<const unsigned char*>(validity) + (first >> 3),
+                             nbytes, bytes.data());
+    nulls = count_nulls(bytes.data(), first & 7, n);
   } else {
     nulls = count_nulls(validity, first, n);
   }
@@ -269,7 +278,7 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
         node->children[0] == nullptr) {
       fail(ErrorKind::Value, "a fixed-size list Arrow array must have 1 buffer and 1 child");
     }
-    check_nulls(*node, checked_add(node->offset, first), n,
+    check_nulls(*node, checked_add(node->offset, first), n, dev,
                 level == 0 ? "the array" : "a nested list level");
     const ArrowArray* child = node->children[0];
     if (child->offset < 0 || child->length < 0) {
@@ -291,7 +300,7 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
     fail(ErrorKind::Value,
          "a primitive Arrow array must have 2 buffers, got " + std::to_string(node->n_buffers));
   }
-  check_nulls(*node, checked_add(node->offset, first), n,
+  check_nulls(*node, checked_add(node->offset, first), n, dev,
               t.n_sizes == 0 ? "the array" : "the values");
   const int64_t start = checked_add(node->offset, first);
   const void* values = node->buffers[1];

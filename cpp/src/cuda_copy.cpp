@@ -148,4 +148,16 @@ void free_device(int device_id, CUdeviceptr p) noexcept {
   }
 }
 
+void copy_bytes_to_host(DLDevice d, const void* src, int64_t nbytes, void* dst) {
+  TensorView v;
+  v.set_ndim(1);
+  v.shape[0] = nbytes;
+  v.strides[0] = 1;
+  v.dtype = DLDataType{kDLUInt, 8, 1};
+  v.device = d;
+  v.data = const_cast<void*>(src);
+  validate(v);
+  copy_device_to_host(v, dst);
+}
+
 }  // namespace dla::cuda

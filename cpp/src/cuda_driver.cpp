@@ -61,6 +61,7 @@ void load_locked() {
     bind(handle, "cuEventRecord", t.cuEventRecord, true);
     bind(handle, "cuStreamWaitEvent", t.cuStreamWaitEvent, true);
     bind(handle, "cuEventDestroy_v2", t.cuEventDestroy_v2, true);
+    bind(handle, "cuEventSynchronize", t.cuEventSynchronize, true);
     bind(handle, "cuStreamSynchronize", t.cuStreamSynchronize, true);
     bind(handle, "cuMemcpy2DAsync_v2", t.cuMemcpy2DAsync_v2, true);
     bind(handle, "cuMemAlloc_v2", t.cuMemAlloc_v2, true);

@@ -1,5 +1,5 @@
 // Ready tokens: cross-stream ordering for exports, host synchronisation for
-// host reads.
+// host reads, and the events the Arrow device interface exchanges.
 #include <cstdint>
 
 #include "dlpackarray/cuda_exchange.hpp"
@@ -36,6 +36,38 @@ void synchronize_for_host(const TensorView& v) {
   DeviceScope scope(v.device.device_type == kDLCPU ? 0 : v.device.device_id);
   check(t.cuStreamSynchronize(canonical(v.ready_stream)),
         "cuStreamSynchronize (waiting for the data before the host reads it)");
+}
+
+CUevent record_ready_event(int device_id, void* ready) {
+  if (ready == nullptr && !driver_available()) return nullptr;
+  const DriverTable& t = driver();
+  DeviceScope scope(device_id);
+  CUevent event = nullptr;
+  check(t.cuEventCreate(&event, kEventDisableTiming), "cuEventCreate (the Arrow sync event)");
+  const CUresult r = t.cuEventRecord(event, canonical(ready));
+  if (r != kSuccess) {
+    t.cuEventDestroy_v2(event);
+    check(r, "cuEventRecord (the Arrow sync event, on the data's ready stream)");
+  }
+  return event;
+}
+
+void destroy_event(int device_id, CUevent event) noexcept {
+  if (event == nullptr) return;
+  try {
+    DeviceScope scope(device_id);
+    driver().cuEventDestroy_v2(event);
+  } catch (...) {
+    // Reached only when the context cannot be made current (the driver is
+    // shutting down): the event went with it.
+  }
+}
+
+void wait_event_on_host(int device_id, CUevent event) {
+  const DriverTable& t = driver();
+  DeviceScope scope(device_id);
+  check(t.cuEventSynchronize(event),
+        "cuEventSynchronize (waiting on the Arrow sync_event before exposing the data)");
 }
 
 }  // namespace dla::cuda

@@ -464,6 +464,10 @@ cdef class DLPackArray:
     def __arrow_c_array__(self, requested_schema=None, *, copy=None):
         """Export as ``("arrow_schema", "arrow_array")`` capsules (host memory).
 
+        Raises :class:`BufferError` for memory the host cannot read (CUDA
+        device memory: use :meth:`__arrow_c_device_array__`); pinned and
+        managed memory is synchronised with its ready stream first.
+
         Parameters
         ----------
         requested_schema : PyCapsule or None
@@ -492,9 +496,11 @@ cdef class DLPackArray:
         """Export as ``("arrow_schema", "arrow_device_array")`` capsules.
 
         Host data has device type 1 (CPU), device id -1 and no sync event.
-        Other keywords are accepted when ``None`` (for future additions) and
-        raise :class:`NotImplementedError` otherwise.  Parameters as
-        :meth:`__arrow_c_array__`.
+        CUDA data (device types 2, 3, 13) keeps its device type and id and
+        carries a sync event recorded on its ready stream; a copy it needs
+        is made on its device.  Other keywords are accepted when ``None``
+        (for future additions) and raise :class:`NotImplementedError`
+        otherwise.  Parameters as :meth:`__arrow_c_array__`.
         """
         return export_arrow(&self._view, self.owner, requested_schema, copy, True, False, kwargs)
 

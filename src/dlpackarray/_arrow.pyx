@@ -13,9 +13,10 @@ from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
-from dlpackarray.abi cimport DLDevice, kDLCPU
+from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._common cimport HeapOwner, device_tuple, type_has
+from dlpackarray._cuda cimport synchronize_for_host_read, wait_arrow_sync_event
 
 # Probed in this order on import (docs/arrow.md, "Import").
 cdef tuple _ARROW_METHODS = (
@@ -56,11 +57,15 @@ cdef ArrowExport* _plan(const TensorView* v, object requested_schema, object cop
     opts.copy = _copy_mode(copy)
     opts.device = 1 if device else 0
     opts.schema_only = schema_only
-    if not device and not device_is_host_accessible(v.device):
-        raise BufferError(
-            f"data on device {device_tuple(v.device)} is not host memory, so the CPU Arrow "
-            "methods cannot export it; device data is offered through __arrow_c_device_array__ "
-            "and __arrow_c_device_stream__")
+    if not device and not schema_only:
+        if not device_is_host_accessible(v.device):
+            raise BufferError(
+                f"data on device {device_tuple(v.device)} is not host memory, so the CPU Arrow "
+                "methods cannot export it; device data is offered through "
+                "__arrow_c_device_array__ and __arrow_c_device_stream__")
+        # CPU consumers read pinned and managed memory as soon as they get
+        # it: make it ready first, as every CPU protocol does (docs/cuda.md).
+        synchronize_for_host_read(v)
     if requested_schema is not None:
         if not PyCapsule_IsValid(requested_schema, kCapsuleArrowSchema):
             raise TypeError(
@@ -189,6 +194,13 @@ cdef void* _capsule_pointer(object capsule, const char* name, str method) except
     return PyCapsule_GetPointer(capsule, name)
 
 
+# Arrow device types (the same numbers as DLPack's) named in errors.
+cdef dict _DEVICE_NAMES = {
+    4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm", 11: "ROCm host",
+    12: "ext_dev", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon",
+}
+
+
 cdef DLDevice _device(ArrowDeviceType device_type, int64_t device_id) except *:
     cdef DLDevice dev
     if device_type == kDLCPU:
@@ -197,10 +209,28 @@ cdef DLDevice _device(ArrowDeviceType device_type, int64_t device_id) except *:
         dev.device_type = kDLCPU
         dev.device_id = 0
         return dev
+    if device_type == kDLCUDA or device_type == kDLCUDAHost or device_type == kDLCUDAManaged:
+        if device_id < 0 or device_id > 0x7FFFFFFF:
+            raise ValueError(f"the Arrow device array names CUDA device id {device_id}; CUDA "
+                             "device ids are 0 to 2**31 - 1")
+        dev.device_type = <DLDeviceType>device_type
+        dev.device_id = <int>device_id
+        return dev
+    name = _DEVICE_NAMES.get(device_type, "unknown")
     raise BufferError(
-        f"the Arrow device array lives on device type {device_type} (id {device_id}); "
-        "importing non-CPU Arrow data needs dlpackarray's CUDA support (waiting on its "
-        "sync_event), which does not exist yet")
+        f"the Arrow device array lives on device type {device_type} ({name}, id {device_id}); "
+        "dlpackarray imports CPU (1) and CUDA (2, 3, 13) Arrow data only, whose sync_event it "
+        "can wait on")
+
+
+cdef int _wait_for_producer(ArrowDeviceArray* held, DLDevice dev) except -1:
+    # C Device Data interface: a non-NULL sync_event must have fired before
+    # the buffers are touched (here: before nulls are counted and the view
+    # exists).  CPU arrays have no event type (the spec says NULL).  A
+    # failure leaves the array with its owner, which releases it.
+    if dev.device_type != kDLCPU:
+        wait_arrow_sync_event(dev, held.sync_event)
+    return 0
 
 
 cdef tuple _pair(object result, str method):
@@ -232,6 +262,7 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         # capsule's destructor leaves it alone.
         owner.held = darr[0]
         darr.array.release = NULL
+        _wait_for_producer(&owner.held, dev)
     else:
         arr = <ArrowArray*>_capsule_pointer(array_capsule, kCapsuleArrowArray, method)
         if arr.release == NULL:
@@ -254,6 +285,18 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
 
 cdef object _concatenate(const ArrowTypeInfo& info, const vector[ArrowBinding]& chunks,
                          DLDevice dev, TensorView* out, bint* copied, object copy, str why):
+    cdef size_t i
+    for i in range(chunks.size()):
+        if chunks[i].view.shape[0] != 0 and not device_is_host_accessible(chunks[i].view.device):
+            raise BufferError(
+                f"the Arrow data ({arrow_describe(info).decode()}) {why} on device "
+                f"{device_tuple(chunks[i].view.device)}; making one tensor of it needs a copy "
+                "on the device, which dlpackarray does not make for Arrow data (import the "
+                "chunks one by one, or combine them on the device first)")
+    # Host-readable chunks (CPU, or pinned/managed memory whose events were
+    # waited on) are copied into host memory.
+    dev.device_type = kDLCPU
+    dev.device_id = 0
     if copy is False:
         raise BufferError(
             f"the Arrow data ({arrow_describe(info).decode()}) {why}; making one tensor of it "
@@ -325,6 +368,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
             if chunk.held.array.release == NULL:
                 break
             dev = _device(chunk.held.device_type, chunk.held.device_id)
+            _wait_for_producer(&chunk.held, dev)
         else:
             with nogil:
                 rc = holder.stream.get_next(&holder.stream, &chunk.held.array)

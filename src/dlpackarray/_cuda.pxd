@@ -16,6 +16,7 @@ cdef bint is_cuda_device(DLDevice d) noexcept
 cdef bint is_cuda_stream_device(DLDevice d) noexcept
 cdef int order_for_consumer(const TensorView* v, object stream) except -1
 cdef int synchronize_for_host_read(const TensorView* v) except -1
+cdef int wait_arrow_sync_event(DLDevice d, void* sync_event) except -1
 cdef int copy_device_to_host_into(const TensorView* src, void* dst) except -1
 cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst)
 cdef object consumer_stream_argument(object producer, object stream)

@@ -18,6 +18,7 @@ from dlpackarray.core cimport (
 
 cdef extern from "dlpackarray/cuda_exchange.hpp" namespace "dla::cuda":
     ctypedef unsigned long long CUdeviceptr
+    ctypedef void* CUevent
     cbool is_cuda_family(DLDevice d)
     void* stream_from_int(uint64_t value)
     void* per_thread_stream()
@@ -27,6 +28,7 @@ cdef extern from "dlpackarray/cuda_exchange.hpp" namespace "dla::cuda":
     void copy_device_to_host(const TensorView& src, void* dst) nogil except +raise_py_error
     CUdeviceptr copy_on_device(const TensorView& src) except +raise_py_error
     void free_device(int device_id, CUdeviceptr p)
+    void wait_event_on_host(int device_id, CUevent event) nogil except +raise_py_error
     cbool driver_loaded()
     cbool driver_available()
     void reset_driver_for_tests()
@@ -67,6 +69,23 @@ cdef int synchronize_for_host_read(const TensorView* v) except -1:
     """Blocks until host-accessible CUDA memory (pinned, managed) is ready."""
     if v.device.device_type == kDLCUDAHost or v.device.device_type == kDLCUDAManaged:
         synchronize_for_host(v[0])
+    return 0
+
+
+cdef int wait_arrow_sync_event(DLDevice d, void* sync_event) except -1:
+    """Blocks until an imported Arrow device array's ``sync_event`` (a
+    ``CUevent*``, NULL: nothing to wait for) has fired."""
+    # The host waits, once, with the GIL released, rather than a stream: a
+    # view's ready token is a stream, and the only one dlpackarray could make
+    # wait (cuStreamWaitEvent) is the legacy default stream, which would
+    # serialise every blocking stream behind the producer's work.  After the
+    # wait nothing is pending, which a NULL token says.
+    cdef CUevent event
+    if sync_event == NULL:
+        return 0
+    event = (<CUevent*>sync_event)[0]
+    with nogil:
+        wait_event_on_host(d.device_id, event)
     return 0
 
 

@@ -78,6 +78,7 @@ DLA_SAME_SIGNATURE(cuEventCreate);
 DLA_SAME_SIGNATURE(cuEventRecord);
 DLA_SAME_SIGNATURE(cuStreamWaitEvent);
 DLA_SAME_SIGNATURE(cuEventDestroy_v2);
+DLA_SAME_SIGNATURE(cuEventSynchronize);
 DLA_SAME_SIGNATURE(cuStreamSynchronize);
 DLA_SAME_SIGNATURE(cuMemcpy2DAsync_v2);
 DLA_SAME_SIGNATURE(cuMemAlloc_v2);
@@ -99,5 +100,6 @@ static_assert(same_text(DLA_XSTR(cuEventDestroy), "cuEventDestroy_v2"));
 static_assert(same_text(DLA_XSTR(cuEventRecord), "cuEventRecord"));
 static_assert(same_text(DLA_XSTR(cuStreamWaitEvent), "cuStreamWaitEvent"));
 static_assert(same_text(DLA_XSTR(cuStreamSynchronize), "cuStreamSynchronize"));
+static_assert(same_text(DLA_XSTR(cuEventSynchronize), "cuEventSynchronize"));
 
 int main() { return 0; }

@@ -43,6 +43,7 @@ class FakeCuda:
         for name in ("fake_write", "fake_read"):
             getattr(self.lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         self.lib.fake_free.argtypes = [ctypes.c_void_p]
+        self.lib.fake_new_event.restype = ctypes.c_void_p
 
     def fail_next(self, name: str, code: int = 1) -> None:
         """Makes the next call of entry point ``name`` return ``code``."""
@@ -73,6 +74,14 @@ class FakeCuda:
 
     def live_allocations(self) -> int:
         return self.lib.fake_live_allocations()
+
+    def live_events(self) -> int:
+        """Events created (by the driver or new_event) and not yet destroyed."""
+        return self.lib.fake_live_events()
+
+    def new_event(self) -> int:
+        """A live event handle, as another library's cuEventCreate would make."""
+        return self.lib.fake_new_event()
 
     def device_array(self, host_array, kind: int = KIND_DEVICE, device: int = 0) -> int:
         """A fake allocation holding a copy of ``host_array``'s bytes; returns its address."""

@@ -158,8 +158,10 @@ CUresult cuDriverGetVersion(int* v) {
 }
 
 CUresult cuGetErrorName(CUresult e, const char** name) {
-  *name = e == 1 ? "CUDA_ERROR_INVALID_VALUE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE"
-                                                         : "CUDA_ERROR_FAKE";
+  *name = e == 1     ? "CUDA_ERROR_INVALID_VALUE"
+          : e == 101 ? "CUDA_ERROR_INVALID_DEVICE"
+          : e == 400 ? "CUDA_ERROR_INVALID_HANDLE"
+                     : "CUDA_ERROR_FAKE";
   return 0;
 }
 
@@ -205,9 +207,41 @@ CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
   }
 }
 
+/* Live events, so that a double destroy or a wait on a destroyed event is an
+ * error the tests see.  Indexed by handle; benchmarks that create more
+ * events than slots reuse them, harmlessly (each is destroyed before reuse). */
+#define EVENT_SLOTS 65536
+static unsigned char event_live[EVENT_SLOTS];
+static int live_events = 0;
+
+static unsigned char* event_slot(void* ev) {
+  uintptr_t e = (uintptr_t)ev;
+  return e >= 0xE000 ? &event_live[(e - 0xE000) % EVENT_SLOTS] : NULL;
+}
+
+static void* new_event(void) {
+  void* ev = (void*)(uintptr_t)(next_event++);
+  unsigned char* slot = event_slot(ev);
+  if (slot && !*slot) {
+    *slot = 1;
+    ++live_events;
+  }
+  return ev;
+}
+
+static int event_is_live(void* ev) {
+  unsigned char* slot = event_slot(ev);
+  return slot && *slot;
+}
+
+/* Test-side: an event made by "another library" (no context needed). */
+void* fake_new_event(void) { return new_event(); }
+int fake_live_events(void) { return live_events; }
+
 CUresult cuEventCreate(void** ev, unsigned flags) {
+  FAIL_IF_ASKED("cuEventCreate");
   if (current_device() < 0) return 201;
-  *ev = (void*)(uintptr_t)(next_event++);
+  *ev = new_event();
   logf_("cuEventCreate ev=0x%lx flags=%u dev=%d", (unsigned long)(uintptr_t)*ev, flags,
         current_device());
   return 0;
@@ -217,18 +251,27 @@ CUresult cuEventRecord(void* ev, void* stream) {
   FAIL_IF_ASKED("cuEventRecord");
   logf_("cuEventRecord ev=0x%lx stream=0x%lx", (unsigned long)(uintptr_t)ev,
         (unsigned long)(uintptr_t)stream);
-  return 0;
+  return event_is_live(ev) ? 0 : 400;
 }
 
 CUresult cuStreamWaitEvent(void* stream, void* ev, unsigned flags) {
   FAIL_IF_ASKED("cuStreamWaitEvent");
   logf_("cuStreamWaitEvent stream=0x%lx ev=0x%lx flags=%u", (unsigned long)(uintptr_t)stream,
         (unsigned long)(uintptr_t)ev, flags);
-  return 0;
+  return event_is_live(ev) ? 0 : 400;
+}
+
+CUresult cuEventSynchronize(void* ev) {
+  FAIL_IF_ASKED("cuEventSynchronize");
+  logf_("cuEventSynchronize ev=0x%lx", (unsigned long)(uintptr_t)ev);
+  return event_is_live(ev) ? 0 : 400;
 }
 
 CUresult cuEventDestroy_v2(void* ev) {
   logf_("cuEventDestroy ev=0x%lx", (unsigned long)(uintptr_t)ev);
+  if (!event_is_live(ev)) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  *event_slot(ev) = 0;
+  --live_events;
   return 0;
 }
 

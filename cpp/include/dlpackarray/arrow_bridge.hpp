@@ -43,7 +43,10 @@ struct ArrowExport;
 // Plans the export of `v`: checks dtype and device, decides the layout and
 // copies when it must (or throws BufferError when opts.copy == 0).  Returns a
 // new export holding one reference.  Throws TypeError naming dtypes Arrow
-// cannot carry.
+// cannot carry.  CUDA-family data through the device methods (opts.device)
+// is copied on its device (cuda::copy_on_device, freed with the export) and
+// its ArrowDeviceArrays carry sync events; the CPU methods need memory the
+// host can read, and the caller makes pinned/managed memory ready first.
 ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opts);
 
 // Whether the export still reads the source memory (false after a copy), and
@@ -96,7 +99,9 @@ struct ArrowBinding {
 
 // Binds an array of type `t` on device `dev`: checks buffer counts, lengths,
 // offsets (its own and every child's) and nulls (ValueError naming the null
-// count), and fills `out` for rows [offset, offset + length).
+// count), and fills `out` for rows [offset, offset + length).  On a CUDA
+// device the data must be ready (its sync event waited on): a validity
+// bitmap is read through a small device-to-host copy.
 void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev, ArrowBinding* out);
 
 // The concatenation of `chunks` (rows stacked; every chunk of type `t`) as a

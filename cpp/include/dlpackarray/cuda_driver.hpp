@@ -84,6 +84,7 @@ struct DriverTable {
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
   CUresult (*cuEventDestroy_v2)(CUevent event);
+  CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuStreamSynchronize)(CUstream stream);
   CUresult (*cuMemcpy2DAsync_v2)(const Memcpy2D* copy, CUstream stream);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t bytes);

@@ -39,4 +39,28 @@ CUdeviceptr copy_on_device(const TensorView& src);
 
 void free_device(int device_id, CUdeviceptr p) noexcept;
 
+// Copies `nbytes` of device memory at `src` (on CUDA-family device `d`) to
+// host memory `dst` on the legacy stream, and waits for the copy.  For small
+// reads of data known to be ready (an Arrow validity bitmap after its
+// sync_event).
+void copy_bytes_to_host(DLDevice d, const void* src, int64_t nbytes, void* dst);
+
+// -- events (the Arrow C Device Data interface's sync_event) ---------------------
+
+// A new event (DISABLE_TIMING) recorded on `ready` (a ready token: NULL is
+// the legacy default stream) in device `device_id`'s context, for a consumer
+// to wait on.  Returns NULL when nothing can be pending: a NULL token in a
+// process where the driver cannot be loaded (as synchronize_for_host).
+// Destroy with destroy_event().
+CUevent record_ready_event(int device_id, void* ready);
+
+// Destroys an event from record_ready_event() (NULL: nothing).  Never throws
+// and never needs Python: it runs from Arrow release callbacks, on any thread;
+// a driver that fails or is gone (process exit) took the event with it.
+void destroy_event(int device_id, CUevent event) noexcept;
+
+// Blocks the host until `event` (another producer's, valid in device
+// `device_id`'s context) has completed (cuEventSynchronize).
+void wait_event_on_host(int device_id, CUevent event);
+
 }  // namespace dla::cuda
