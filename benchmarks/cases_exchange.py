@@ -191,7 +191,10 @@ def cases() -> list[Case]:
                 Contender("tvm-ffi", f"tv.{EXPORT}"),
             ],
             anchor="numpy",
-            targets=[Target("dlpackarray", "numpy", "<=", 0.7)],
+            targets=[
+                Target("dlpackarray", "numpy", "<=", 0.7),
+                Target("dlpackarray", "fastest-other", "<=", 1.0),
+            ],
         ),
         Case(
             family="B2",
@@ -205,7 +208,12 @@ def cases() -> list[Case]:
                 Contender("tvm-ffi", "np.from_dlpack(tv)"),
             ],
             anchor="numpy",
-            targets=[Target("dlpackarray", "numpy", "<=", 1.0)],
+            # Issue 8: ahead of NumPy's own producer by a margin (0.9x), and
+            # of every other contender.
+            targets=[
+                Target("dlpackarray", "numpy", "<=", 0.9),
+                Target("dlpackarray", "fastest-other", "<=", 1.0),
+            ],
         ),
     ]
     # Issue 8: <= 1.0x np.from_dlpack for numpy sources; <= 0.5x for torch,
