@@ -7,6 +7,7 @@ from cpython.type cimport PyType_IsSubtype
 from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport uintptr_t
 
+from dlpackarray._common cimport _PyType_Lookup
 from dlpackarray.abi cimport (
     DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPI, kCapsuleExchangeApi, kDLCPU,
     kDLPackMajorVersion, kFlagIsCopied, kFlagReadOnly,
@@ -74,7 +75,6 @@ cdef extern from *:
     """
     const bint DLA_CACHE_TYPES
     unsigned int dla_type_version(PyTypeObject* t)
-    PyObject* _PyType_Lookup(PyTypeObject* t, PyObject* name)
 
 # Direct-mapped cache: a C-level probe per import, no dict and no attribute
 # lookup while a type's entry stays valid (negative answers are cached too,
