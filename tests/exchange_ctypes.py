@@ -111,3 +111,26 @@ class CallbackProvider:
         ).value
         self.address = ctypes.addressof(self.table)
         self.capsule = _api.PyCapsule_New(self.address, ctypes.addressof(NAME_EXCHANGE), None)
+
+
+# All-pointer prototypes of the same functions: a test can pass NULL (None) for any argument.
+# Called holding the GIL; ctypes raises the exception a function leaves set.
+RAW_ALLOCATOR = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
+RAW_TWO_POINTERS = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+RAW_CURRENT_STREAM = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p
+)
+
+
+class RawFunctions:
+    """The functions of an exchange table, taking raw addresses (None for NULL)."""
+
+    def __init__(self, capsule):
+        t = table(capsule)
+        self.allocator = RAW_ALLOCATOR(t.managed_tensor_allocator)
+        self.from_py = RAW_TWO_POINTERS(t.managed_tensor_from_py_object_no_sync)
+        self.to_py = RAW_TWO_POINTERS(t.managed_tensor_to_py_object_no_sync)
+        self.dltensor_from_py = RAW_TWO_POINTERS(t.dltensor_from_py_object_no_sync)
+        self.current_work_stream = RAW_CURRENT_STREAM(t.current_work_stream)

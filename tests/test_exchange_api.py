@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import sys
 
 import numpy as np
 import pytest
-from conftest import require
+from conftest import assert_clean_exit, require, run_python
 from dlpack_ctypes import (
     KDL_CPU,
     KDL_CUDA,
@@ -138,6 +139,98 @@ def test_current_work_stream_is_null():
     stream = ctypes.c_void_p(12345)
     assert OURS.current_work_stream(KDL_CPU, 0, ctypes.byref(stream)) == 0
     assert stream.value is None
+
+
+# -- provider: NULL arguments ---------------------------------------------------------------------
+
+# Each call runs in its own interpreter (a regression would be a segfault).  `setup` makes
+# `f` (RawFunctions of our table), `a` (an array of a NumPy array `x`) and `errors` (what
+# SetError received); `call` is the expression whose outcome is printed.
+NULL_CALL_CHILD = """
+import ctypes, gc, json, sys, weakref
+import numpy as np
+from dlpackarray import DLPackArray
+from exchange_ctypes import SET_ERROR, Functions, RawFunctions
+from dlpack_ctypes import DLTensor, DLDevice, DLDataType, KDL_CPU, KDL_FLOAT
+f = RawFunctions(DLPackArray.__dlpack_c_exchange_api__)
+x = np.arange(4.0)
+a = DLPackArray(x)
+alive = weakref.ref(x)
+out = ctypes.c_void_p()
+t = DLTensor()
+errors = []
+set_error = SET_ERROR(lambda ctx, kind, msg: errors.append([kind.decode(), msg.decode()]))
+shape = (ctypes.c_int64 * 1)(4)
+proto = DLTensor(None, DLDevice(KDL_CPU, 0), 1, DLDataType(KDL_FLOAT, 64, 1), shape, None, 0)
+try:
+    result = {"rc": CALL, "raised": None}
+except Exception as e:
+    result = {"rc": None, "raised": [type(e).__name__, str(e)]}
+result["errors"] = errors
+del a, x
+gc.collect()
+result["leaked"] = alive() is not None  # a tensor of a's memory never deleted
+print(json.dumps(result))
+"""
+
+# call -> (rc, raised, SetError reports); nothing may be leaked.
+NULL_CALLS = {
+    "f.allocator(ctypes.byref(proto), None, None, set_error)": (
+        -1,
+        None,
+        [["SystemError", "managed_tensor_allocator: out is NULL"]],
+    ),
+    "f.allocator(ctypes.byref(proto), ctypes.byref(out), None, None)": (
+        None,
+        ["SystemError", "managed_tensor_allocator: SetError is NULL"],
+        [],
+    ),
+    "f.from_py(None, ctypes.byref(out))": (
+        None,
+        ["SystemError", "managed_tensor_from_py_object_no_sync: py_object is NULL"],
+        [],
+    ),
+    "f.from_py(id(a), None)": (
+        None,
+        ["SystemError", "managed_tensor_from_py_object_no_sync: out is NULL"],
+        [],
+    ),
+    "f.to_py(None, ctypes.byref(out))": (
+        None,
+        ["ValueError", "NULL DLManagedTensorVersioned pointer"],
+        [],
+    ),
+    # The tensor is handed over (stolen): refused, and deleted rather than leaked.
+    "f.to_py(Functions(DLPackArray.__dlpack_c_exchange_api__).managed(a), None)": (
+        None,
+        ["SystemError", "managed_tensor_to_py_object_no_sync: out_py_object is NULL"],
+        [],
+    ),
+    "f.dltensor_from_py(None, ctypes.byref(t))": (
+        None,
+        ["SystemError", "dltensor_from_py_object_no_sync: py_object is NULL"],
+        [],
+    ),
+    "f.dltensor_from_py(id(a), None)": (
+        None,
+        ["SystemError", "dltensor_from_py_object_no_sync: out is NULL"],
+        [],
+    ),
+    "f.current_work_stream(KDL_CPU, 0, None)": (
+        None,
+        ["SystemError", "current_work_stream: out_current_stream is NULL"],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("call", sorted(NULL_CALLS))
+def test_table_functions_given_null_fail_cleanly(call):
+    proc = run_python(NULL_CALL_CHILD.replace("CALL", call))
+    assert_clean_exit(proc, call)
+    rc, raised, errors = NULL_CALLS[call]
+    outcome = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcome == {"rc": rc, "raised": raised, "errors": errors, "leaked": False}
 
 
 # -- provider: apache-tvm-ffi takes the table -----------------------------------------------------

@@ -20,8 +20,8 @@ from dlpackarray.abi cimport (
     kDLPackMajorVersion, kDLPackMinorVersion, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
-    Extent, TensorView, aligned_allocate, check_dtype_supported, new_versioned_managed,
-    set_c_strides, validate,
+    Extent, TensorView, aligned_allocate, call_versioned_deleter, check_dtype_supported,
+    new_versioned_managed, set_c_strides, validate,
 )
 from dlpackarray._array cimport DLPackArray, new_from_object, wrap_view
 from dlpackarray._common cimport HeapOwner
@@ -39,8 +39,23 @@ cdef extern from *:
       PyType_Modified(t);
       return 0;
     }
+    /* Fails a call given NULL where it needs an object or an output pointer:
+       -1 with an exception set.  CPython's convention (abstract.c): a NULL
+       object usually comes from a call that failed, so its exception stays;
+       otherwise SystemError names the function and the argument.  Callers
+       test the pointer first, so a valid call pays one compare. */
+    static int dla_null_argument(const char* function, const char* argument) {
+      if (PyErr_Occurred() == NULL)
+        PyErr_Format(PyExc_SystemError, "%s: %s is NULL", function, argument);
+      return -1;
+    }
     """
     int dla_set_type_attr(PyTypeObject* t, object name, object value) except -1
+    # The same function, for callers that propagate (except -1) and for those
+    # that return -1 themselves with the exception set (noexcept).
+    int null_argument "dla_null_argument"(const char* function, const char* argument) except -1
+    int set_null_argument "dla_null_argument"(const char* function,
+                                              const char* argument) noexcept
     int PyObject_TypeCheck(object obj, PyTypeObject* t)
 
 cdef tuple _VERSIONED = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
@@ -70,15 +85,19 @@ cdef DLPackArray _from_managed(DLManagedTensorVersioned* m):
 # -- the DLPack C exchange API (provider) -------------------------------------------
 cdef int _ex_allocator(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
                        DLPackSetError set_error) noexcept with gil:
-    # Errors go through SetError (the consumer's channel), not a Python exception.
+    # Errors go through SetError (the consumer's channel), not a Python exception;
+    # without a SetError the call is refused through the only channel left.
+    if set_error == NULL:
+        return set_null_argument("managed_tensor_allocator", "SetError")
     try:
+        if out == NULL:
+            raise SystemError("managed_tensor_allocator: out is NULL")
         out[0] = _to_managed(_allocate(prototype))
         return 0
     except BaseException as e:
-        if set_error != NULL:
-            kind = type(e).__name__.encode()
-            message = str(e).encode(errors="replace")
-            set_error(error_ctx, kind, message)
+        kind = type(e).__name__.encode()
+        message = str(e).encode(errors="replace")
+        set_error(error_ctx, kind, message)
         return -1
 
 
@@ -114,6 +133,9 @@ cdef DLPackArray _allocate(DLTensor* prototype):
 
 
 cdef int _ex_from_py_object(void* py_object, DLManagedTensorVersioned** out) except -1:
+    if py_object == NULL or out == NULL:
+        return null_argument("managed_tensor_from_py_object_no_sync",
+                             "py_object" if py_object == NULL else "out")
     obj = <object>py_object
     cdef DLPackArray a = <DLPackArray>obj if isinstance(obj, DLPackArray) else \
         new_from_object(obj, None, None)
@@ -122,6 +144,9 @@ cdef int _ex_from_py_object(void* py_object, DLManagedTensorVersioned** out) exc
 
 
 cdef int _ex_to_py_object(DLManagedTensorVersioned* tensor, void** out_py_object) except -1:
+    if out_py_object == NULL:
+        call_versioned_deleter(tensor)  # the tensor was handed over: never leak it
+        return null_argument("managed_tensor_to_py_object_no_sync", "out_py_object")
     a = _from_managed(tensor)
     Py_INCREF(a)
     out_py_object[0] = <void*><PyObject*>a
@@ -129,6 +154,9 @@ cdef int _ex_to_py_object(DLManagedTensorVersioned* tensor, void** out_py_object
 
 
 cdef int _ex_dltensor_from_py_object(void* py_object, DLTensor* out) except -1:
+    if py_object == NULL or out == NULL:
+        return null_argument("dltensor_from_py_object_no_sync",
+                             "py_object" if py_object == NULL else "out")
     cdef DLPackArray a = _as_array(<object>py_object)
     if a._view.readonly:
         # A bare DLTensor cannot say "read-only"; the managed tensor can.
@@ -154,8 +182,10 @@ cdef int _ex_current_work_stream(DLDeviceType device_type, int32_t device_id,
                                  void** out_current_stream) noexcept nogil:
     # dlpackarray launches no work, so it has no stream of its own: NULL (the
     # spec's answer for CPU, the legacy default stream elsewhere).
-    if out_current_stream != NULL:
-        out_current_stream[0] = NULL
+    if out_current_stream == NULL:
+        with gil:
+            return set_null_argument("current_work_stream", "out_current_stream")
+    out_current_stream[0] = NULL
     return 0
 
 
@@ -174,10 +204,14 @@ cdef class _DataDeleterOwner:
 
 
 cdef int _c_check(PyObject* obj) noexcept:
+    if obj == NULL:
+        return 0  # never fails: NULL is simply not an array (a pending error stays)
     return PyObject_TypeCheck(<object>obj, <PyTypeObject*>DLPackArray)
 
 
 cdef object _c_from_object(PyObject* obj, int copy, PyObject* device):
+    if obj == NULL:
+        null_argument("DLPackArray_FromObject", "obj")
     if copy not in (-1, 0, 1):
         raise ValueError(f"copy must be DLPACKARRAY_COPY_IF_NEEDED/NEVER/ALWAYS, got {copy}")
     py_copy = None if copy == -1 else bool(copy)
@@ -252,6 +286,26 @@ cdef object _c_to_capsule(PyObject* array, int versioned):
                           None)
 
 
+# NULL guards of the table entries taking an array (kept apart from the
+# implementations above, which assume a valid object).
+cdef int _c_get_dltensor_checked(PyObject* array, DLTensor* out, int* readonly) except -1:
+    if array == NULL or out == NULL:
+        return null_argument("DLPackArray_GetDLTensor", "array" if array == NULL else "out")
+    return _c_get_dltensor(array, out, readonly)
+
+
+cdef DLManagedTensorVersioned* _c_to_managed_versioned_checked(PyObject* array) except NULL:
+    if array == NULL:
+        null_argument("DLPackArray_ToManagedVersioned", "array")
+    return _c_to_managed_versioned(array)
+
+
+cdef object _c_to_capsule_checked(PyObject* array, int versioned):
+    if array == NULL:
+        null_argument("DLPackArray_ToCapsule", "array")
+    return _c_to_capsule(array, versioned)
+
+
 # Layout of DLPackArray_CAPI in dlpackarray.h (tests/test_c_api_downstream.py
 # calls every member through the header).
 ctypedef struct CAPITable:
@@ -282,9 +336,9 @@ _table.from_object = <void*>_c_from_object
 _table.from_data = <void*>_c_from_data
 _table.from_managed_versioned = <void*>_c_from_managed_versioned
 _table.from_managed_legacy = <void*>_c_from_managed_legacy
-_table.get_dltensor = <void*>_c_get_dltensor
-_table.to_managed_versioned = <void*>_c_to_managed_versioned
-_table.to_capsule = <void*>_c_to_capsule
+_table.get_dltensor = <void*>_c_get_dltensor_checked
+_table.to_managed_versioned = <void*>_c_to_managed_versioned_checked
+_table.to_capsule = <void*>_c_to_capsule_checked
 
 #: The C API table, loaded by ``import_dlpackarray()`` as ``dlpackarray._C_API``.
 _C_API = PyCapsule_New(<void*>&_table, b"dlpackarray._C_API", NULL)

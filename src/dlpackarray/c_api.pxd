@@ -3,7 +3,8 @@
 # and C++): ``cimport dlpackarray`` re-exports them.  Compile with
 # ``dlpackarray.get_include()`` on the include path; nothing is linked.
 # Call ``import_dlpackarray()`` at module level (the functions also load the
-# table on first use).  DLPackArray's fields are private: use the functions.
+# table on first use, and raise its ImportError if that fails).  DLPackArray's
+# fields are private: use the functions.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from cpython.object cimport PyObject, PyTypeObject
 
@@ -92,9 +93,13 @@ cdef extern from "dlpackarray/dlpackarray.h":
 
     ctypedef void (*DLPackArray_DataDeleter)(void* ctx) noexcept
 
+    # ImportError (naming both versions) when the installed table does not fit;
+    # every function below loads the table itself on first use and raises it too.
     int import_dlpackarray() except -1
     PyTypeObject* DLPackArray_Type() except NULL
-    bint DLPackArray_Check(object obj)
+    # 1 or 0; a 0 from a failed first-use load comes with the ImportError set,
+    # which ``except? 0`` raises here.
+    bint DLPackArray_Check(object obj) except? 0
     # device: NULL for None.  New references, NULL (an exception) on failure.
     object DLPackArray_FromObject(object obj, int copy, PyObject* device)
     object DLPackArray_FromData(void* data, int32_t ndim, const int64_t* shape,

@@ -9,7 +9,11 @@
  *
  * Conventions (CPython's): functions returning a pointer return NULL, those
  * returning int return -1, each with a Python exception set; no C++
- * exception ever crosses the table.  Every function needs the GIL.
+ * exception ever crosses the table.  A NULL where an object or an output
+ * pointer is required fails the call that way too: the exception already
+ * set stays (a NULL object usually comes from a call that failed), else a
+ * SystemError names the function and the argument.  DLPackArray_Check is the
+ * exception: 1 or 0, and 0 for NULL.  Every function needs the GIL.
  * See docs/c_api.md.
  */
 #ifndef DLPACKARRAY_DLPACKARRAY_H_
@@ -162,8 +166,9 @@ typedef struct DLPackExchangeAPI {
 extern "C" {
 #endif
 
-/* Same major: compatible.  A newer minor only appends members to the table;
- * import_dlpackarray() refuses a table shorter than this header's. */
+/* Same major: compatible.  A newer minor only appends members to the table,
+ * so a module built with this header needs a table of the same major and at
+ * least this minor; import_dlpackarray() refuses anything else. */
 #define DLPACKARRAY_C_API_MAJOR 1
 #define DLPACKARRAY_C_API_MINOR 0
 #define DLPACKARRAY_C_API_CAPSULE "dlpackarray._C_API"
@@ -191,7 +196,8 @@ typedef struct DLPackArray_CAPI {
   size_t size; /* sizeof(DLPackArray_CAPI) as the package built it */
 
   PyTypeObject* type; /* dlpackarray.DLPackArray */
-  /* 1 when obj is a DLPackArray (or a subclass), else 0; never fails. */
+  /* 1 when obj is a DLPackArray (or a subclass), else 0 (also for NULL);
+   * never fails and never touches the error indicator. */
   int (*check)(PyObject* obj);
   /* DLPackArray(obj, copy=..., device=...): same protocol precedence and
    * rules.  copy: DLPACKARRAY_COPY_*; device: NULL for None, else as the
@@ -229,43 +235,117 @@ typedef struct DLPackArray_CAPI {
 #endif
 static const DLPackArray_CAPI* DLPACKARRAY_API_NAME = NULL;
 
-/* Loads the table: 0, or -1 with ImportError set. */
+/* Replaces the pending exception, if any, by an ImportError "<message>: <Type>:
+ * <text>" whose __cause__ is the replaced one; returns -1. */
+static inline int dlpackarray_import_error_(PyObject* message) {
+  PyObject* cause = NULL;
+  PyObject* exc = NULL;
+  if (message == NULL) return -1; /* MemoryError set */
+#if PY_VERSION_HEX >= 0x030C0000
+  cause = PyErr_GetRaisedException();
+#else
+  {
+    PyObject *type, *tb;
+    PyErr_Fetch(&type, &cause, &tb);
+    PyErr_NormalizeException(&type, &cause, &tb);
+    if (cause != NULL && tb != NULL) PyException_SetTraceback(cause, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+  }
+#endif
+  if (cause == NULL) {
+    PyErr_SetObject(PyExc_ImportError, message);
+  } else {
+    PyErr_Format(PyExc_ImportError, "%U: %s: %S", message, Py_TYPE(cause)->tp_name, cause);
+  }
+  Py_DECREF(message);
+  if (cause == NULL) return -1;
+#if PY_VERSION_HEX >= 0x030C0000
+  exc = PyErr_GetRaisedException();
+  PyException_SetCause(exc, cause); /* steals cause */
+  PyErr_SetRaisedException(exc);
+#else
+  {
+    PyObject *type, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (exc != NULL) {
+      PyException_SetCause(exc, cause); /* steals cause */
+    } else {
+      Py_DECREF(cause);
+    }
+    PyErr_Restore(type, exc, tb);
+  }
+#endif
+  return -1;
+}
+
+/* A function, not an inline comparison: `minor < 0` for this header's minor
+ * would be a -Wtype-limits warning in the consumer's build. */
+static inline int dlpackarray_older_minor_(uint32_t found, uint32_t needed) {
+  return found < needed;
+}
+
+/* Loads the table: 0, or -1 with ImportError set, naming the version this
+ * module was built for and the one found, when the dlpackarray module or its
+ * table cannot be loaded, the major versions differ, the table's minor is
+ * older than this header's, or the table is shorter than this header's
+ * (an inconsistent installation). */
 static inline int import_dlpackarray(void) {
   const DLPackArray_CAPI* api;
   if (DLPACKARRAY_API_NAME != NULL) return 0;
   api = (const DLPackArray_CAPI*)PyCapsule_Import(DLPACKARRAY_C_API_CAPSULE, 0);
-  if (api == NULL) return -1;
+  if (api == NULL) {
+    return dlpackarray_import_error_(PyUnicode_FromFormat(
+        "this module needs the dlpackarray C API %d.%d, but its table (the capsule %s) cannot "
+        "be loaded",
+        DLPACKARRAY_C_API_MAJOR, DLPACKARRAY_C_API_MINOR, DLPACKARRAY_C_API_CAPSULE));
+  }
   if (api->major != DLPACKARRAY_C_API_MAJOR) {
-    PyErr_Format(PyExc_ImportError,
-                 "dlpackarray C API major version %u, but this module was built for %d",
-                 (unsigned)api->major, DLPACKARRAY_C_API_MAJOR);
-    return -1;
+    return dlpackarray_import_error_(PyUnicode_FromFormat(
+        "this module was built for the dlpackarray C API %d.%d, but the installed dlpackarray "
+        "provides %u.%u (another major version); rebuild the module against it",
+        DLPACKARRAY_C_API_MAJOR, DLPACKARRAY_C_API_MINOR, (unsigned)api->major,
+        (unsigned)api->minor));
+  }
+  if (dlpackarray_older_minor_(api->minor, DLPACKARRAY_C_API_MINOR)) {
+    return dlpackarray_import_error_(PyUnicode_FromFormat(
+        "this module was built for the dlpackarray C API %d.%d, but the installed dlpackarray "
+        "provides the older %u.%u; upgrade dlpackarray",
+        DLPACKARRAY_C_API_MAJOR, DLPACKARRAY_C_API_MINOR, (unsigned)api->major,
+        (unsigned)api->minor));
   }
   if (api->size < sizeof(DLPackArray_CAPI)) {
-    PyErr_Format(PyExc_ImportError,
-                 "dlpackarray C API %u.%u is older than the %d.%d this module was built for; "
-                 "upgrade dlpackarray",
-                 (unsigned)api->major, (unsigned)api->minor, DLPACKARRAY_C_API_MAJOR,
-                 DLPACKARRAY_C_API_MINOR);
-    return -1;
+    /* A minor that claims what the size denies: a broken installation. */
+    return dlpackarray_import_error_(PyUnicode_FromFormat(
+        "this module was built for the dlpackarray C API %d.%d (a %zu-byte table), but the "
+        "installed dlpackarray's table %u.%u has only %zu bytes; reinstall dlpackarray",
+        DLPACKARRAY_C_API_MAJOR, DLPACKARRAY_C_API_MINOR, sizeof(DLPackArray_CAPI),
+        (unsigned)api->major, (unsigned)api->minor, api->size));
   }
   DLPACKARRAY_API_NAME = api;
   return 0;
 }
 
+/* Every wrapper loads the table on first use, so a module that skipped
+ * import_dlpackarray() still works; if the load fails, the wrapper returns its
+ * error value with the ImportError set. */
 #define DLPACKARRAY_ENSURE_(fail) \
   if (DLPACKARRAY_API_NAME == NULL && import_dlpackarray() < 0) return fail
 
-/* The C API as functions (each loads the table on first use). */
+/* The C API as functions. */
 static inline PyTypeObject* DLPackArray_Type(void) {
   DLPACKARRAY_ENSURE_(NULL);
   return DLPACKARRAY_API_NAME->type;
 }
+/* 1 or 0, and never an error once the table is loaded.  Called before a
+ * successful import_dlpackarray(), it loads the table; if that fails it
+ * returns 0 *with the ImportError set* (a Check cannot return an error value,
+ * and clearing it would hide the mismatch): the caller's next error check, or
+ * CPython's "returned a result with an exception set", reports it.  Call
+ * import_dlpackarray() at module initialisation and this never happens. */
 static inline int DLPackArray_Check(PyObject* obj) {
-  if (DLPACKARRAY_API_NAME == NULL && import_dlpackarray() < 0) {
-    PyErr_Clear();
-    return 0;
-  }
+  DLPACKARRAY_ENSURE_(0);
   return DLPACKARRAY_API_NAME->check(obj);
 }
 static inline PyObject* DLPackArray_FromObject(PyObject* obj, int copy, PyObject* device) {
