@@ -368,8 +368,14 @@ def test_uninitialised_array_refuses_to_answer():
     # Every member is checked in tests/test_init_once.py; these were the
     # empty-placeholder answers before issue 17.
     x = DLPackArray.__new__(DLPackArray)
-    for use in (lambda: x.shape, lambda: len(x), lambda: memoryview(x), lambda: x.copy(),
-                lambda: np.from_dlpack(x), lambda: x.__dlpack__(max_version=(1, 3))):
+    for use in (
+        lambda: x.shape,
+        lambda: len(x),
+        lambda: memoryview(x),
+        lambda: x.copy(),
+        lambda: np.from_dlpack(x),
+        lambda: x.__dlpack__(max_version=(1, 3)),
+    ):
         with pytest.raises(ValueError, match="not initialised"):
             use()
     assert repr(x) == "<DLPackArray (uninitialised)>"

@@ -109,8 +109,19 @@ def test_member_list_is_the_class():
     names = members()
     # The enumeration must see the whole class, protocol slots included.
     assert len(names) >= 40, names
-    for expected in ("__dlpack__", "__array_interface__", "__arrow_c_stream__", "__len__",
-                     "__getitem__", "__index__", "shape", "reshape", "copy", "tolist", "T"):
+    for expected in (
+        "__dlpack__",
+        "__array_interface__",
+        "__arrow_c_stream__",
+        "__len__",
+        "__getitem__",
+        "__index__",
+        "shape",
+        "reshape",
+        "copy",
+        "tolist",
+        "T",
+    ):
         assert expected in names
     assert set(vars(DLPackArray)) - set(names) == NOT_READS
 
@@ -143,9 +154,7 @@ class _CAPI(ctypes.Structure):
     ]
 
 
-_TABLE = _CAPI.from_address(
-    dc._api.PyCapsule_GetPointer(dlpackarray._C_API, b"dlpackarray._C_API")
-)
+_TABLE = _CAPI.from_address(dc._api.PyCapsule_GetPointer(dlpackarray._C_API, b"dlpackarray._C_API"))
 C_GET_DLTENSOR = ctypes.PYFUNCTYPE(
     ctypes.c_int, ctypes.py_object, ctypes.POINTER(dc.DLTensor), ctypes.POINTER(ctypes.c_int)
 )(_TABLE.get_dltensor)
@@ -166,9 +175,9 @@ C_FROM_DATA = ctypes.PYFUNCTYPE(
     ctypes.c_void_p,  # deleter: NULL here
     ctypes.c_void_p,
 )(_TABLE.from_data)
-C_FROM_OBJECT = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_void_p)(
-    _TABLE.from_object
-)
+C_FROM_OBJECT = ctypes.PYFUNCTYPE(
+    ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_void_p
+)(_TABLE.from_object)
 EXCHANGE = ex.Functions(DLPackArray.__dlpack_c_exchange_api__)
 
 
@@ -297,15 +306,24 @@ def _from_data_without_owner():
     _FROM_DATA_KEEP.append(buf)  # the caller keeps the memory alive (no owner)
     shape = (ctypes.c_int64 * 1)(4)
     return C_FROM_DATA(
-        ctypes.addressof(buf), 1, shape, None, dc.DLDataType(2, 64, 1), dc.DLDevice(1, 0),
-        0, None, None, None,
+        ctypes.addressof(buf),
+        1,
+        shape,
+        None,
+        dc.DLDataType(2, 64, 1),
+        dc.DLDevice(1, 0),
+        0,
+        None,
+        None,
+        None,
     )
 
 
 def _from_data_empty():
     shape = (ctypes.c_int64 * 1)(0)
-    return C_FROM_DATA(None, 1, shape, None, dc.DLDataType(2, 64, 1), dc.DLDevice(1, 0), 0,
-                       None, None, None)
+    return C_FROM_DATA(
+        None, 1, shape, None, dc.DLDataType(2, 64, 1), dc.DLDevice(1, 0), 0, None, None, None
+    )
 
 
 # Every construction path; each must leave a ready array that refuses a
