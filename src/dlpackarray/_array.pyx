@@ -354,6 +354,12 @@ cdef class DLPackArray:
     -----
     The source object (and any ``Py_buffer`` taken from it) stays alive until
     the last DLPackArray, capsule or consumer array using its memory is gone.
+
+    An array is initialised once: ``__init__`` again raises
+    :class:`TypeError`, and an object that is not initialised (made by
+    ``DLPackArray.__new__`` alone, or whose ``__init__`` is still running or
+    failed) raises :class:`ValueError` from every method, property and
+    protocol slot; its ``repr()`` names the state instead.
     """
 
     def __cinit__(self):
