@@ -11,9 +11,12 @@ where a signature does not say (``**kwargs``) the retry order is fixed.
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray, from_dlpack
 
@@ -217,3 +220,90 @@ def test_producer_with_an_uninspectable_signature_uses_the_fixed_order(monkeypat
     x = from_dlpack(p, device="cpu", copy=False)
     # All keywords refused, then max_version only: still versioned.
     assert p.calls == [{"stream": None, "max_version": (1, 3)}] and x.readonly
+
+
+# -- property: any producer signature, any class name, any message ------------
+
+KEYWORDS = ("stream", "max_version", "dl_device", "copy")
+# Names and messages that contain what the old text test looked for.
+WORDS = ("max_version", "dl_device", "copy", "keyword argument", "no keyword arguments", "P")
+_UNSET = object()
+# Each example defines a class and inspects its signature: capped under the CI profile.
+BOUNDED = settings(max_examples=min(settings().max_examples, 300))
+
+
+@st.composite
+def producers(draw, refuse_with=None):
+    """A producer class with a drawn ``__dlpack__`` signature: each keyword
+    absent, positional-only, positional-or-keyword or keyword-only, maybe a
+    ``**kwargs`` that takes a drawn subset, and a drawn class name."""
+    kinds = {k: draw(st.sampled_from(("absent", "posonly", "pos", "kwonly"))) for k in KEYWORDS}
+    if refuse_with is not None:  # takes every keyword by name
+        kinds = {k: draw(st.sampled_from(("pos", "kwonly"))) for k in KEYWORDS}
+    var_kw = refuse_with is None and draw(st.booleans())
+    hidden = draw(st.sets(st.sampled_from(KEYWORDS))) if var_kw else set()
+    posonly = [k for k in KEYWORDS if kinds[k] == "posonly"]
+    pos = [k for k in KEYWORDS if kinds[k] == "pos"]
+    kwonly = [k for k in KEYWORDS if kinds[k] == "kwonly"]
+    params = ["self", *(f"{k}=_UNSET" for k in posonly), "/"]
+    params += [f"{k}=_UNSET" for k in pos]
+    if kwonly:
+        params += ["*", *(f"{k}=_UNSET" for k in kwonly)]
+    if var_kw:
+        params.append("**kw")
+    named = pos + kwonly
+    name = "_".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))).replace(
+        " ", "_"
+    )
+    pairs = "(" + "".join(f"('{k}', {k})," for k in named) + ")"
+    source = textwrap.dedent(
+        f"""
+        class {name}:
+            def __init__(self, src):
+                self.src = src
+                self.calls = []
+            def __dlpack__({", ".join(params)}):
+                got = {{k: v for k, v in {pairs} if v is not _UNSET}}
+                got.update({"kw" if var_kw else "{}"})
+                self.calls.append(got)
+                if set(got) - set({named!r}) - set({sorted(hidden)!r}):
+                    raise TypeError({draw(st.sampled_from(WORDS))!r})
+                refusal = {refuse_with!r}
+                if refusal is not None:
+                    raise TypeError(refusal)
+                if got.get("max_version") is None:  # legacy: NumPy lends no read-only data
+                    return self.src.copy().__dlpack__()
+                return self.src.__dlpack__(max_version=got["max_version"])
+            def __dlpack_device__(self):
+                return (1, 0)
+        """
+    )
+    namespace = {"_UNSET": _UNSET}
+    exec(source, namespace)  # noqa: S102 -- the class under test is generated
+    return namespace[name], set(named) | hidden, source
+
+
+@BOUNDED
+@given(producers(), st.sampled_from(("from_dlpack", "DLPackArray")))
+def test_every_signature_gets_max_version_exactly_when_it_takes_it(producer, consumer):
+    cls, takes, source = producer
+    src = readonly_source()
+    p = cls(src)
+    x = (from_dlpack if consumer == "from_dlpack" else DLPackArray)(p, device="cpu")
+    last = p.calls[-1]
+    assert set(last) <= takes, source
+    assert ("max_version" in last) == ("max_version" in takes), source
+    assert x.readonly == ("max_version" in takes), source  # only versioned capsules say so
+    np.testing.assert_array_equal(np.asarray(x), src)
+
+
+@BOUNDED
+@given(st.data(), st.sampled_from(WORDS + ("cannot export", "")))
+def test_own_type_error_of_a_full_signature_is_never_retried(data, message):
+    cls, _, source = data.draw(producers(refuse_with=message))
+    p = cls(readonly_source())
+    kwargs = data.draw(st.sampled_from(({}, {"copy": True}, {"device": "cpu"})))
+    with pytest.raises(TypeError) as info:
+        from_dlpack(p, **kwargs)
+    assert str(info.value) == message and len(p.calls) == 1, source
+    assert info.value.__context__ is None
