@@ -255,24 +255,25 @@ def test_gc_collects_cycles_through_a_buffer_exporter():
     assert ref() is None
 
 
-def test_failed_init_leaves_an_empty_placeholder():
+def test_failed_init_leaves_an_unusable_array():
     """A refused import must not leave a half-written descriptor that points
-    at released memory."""
+    at released memory, nor an array that answers as if it were empty."""
     a = DLPackArray.__new__(DLPackArray)
     with pytest.raises(BufferError):
         a.__init__(b"\x00" * 8, device=(2, 0))
-    assert a.shape == (0,) and a.data_ptr == 0
-    assert memoryview(a).nbytes == 0
+    for read in (lambda: a.shape, lambda: a.data_ptr, lambda: memoryview(a)):
+        with pytest.raises(ValueError, match="__init__ failed"):
+            read()
+    with pytest.raises(TypeError, match="cannot be initialised twice"):
+        a.__init__(b"\x00" * 8)
 
 
-def test_placeholder_cannot_be_initialised_while_exported():
+def test_uninitialised_array_cannot_be_exported_before_init():
     a = DLPackArray.__new__(DLPackArray)
-    m = memoryview(a)
-    with pytest.raises(BufferError, match="while a buffer of it is exported"):
-        a.__init__(bytearray(8))
-    m.release()
+    with pytest.raises(ValueError, match="not initialised"):
+        memoryview(a)
     a.__init__(bytearray(8))
-    assert a.shape == (8,)
+    assert a.shape == (8,) and memoryview(a).nbytes == 8
 
 
 def test_refused_capsule_is_released_although_the_caller_still_holds_it():

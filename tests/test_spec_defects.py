@@ -99,7 +99,17 @@ def test_each_producer_era_gets_the_newest_call_it_takes():
 
 
 class OwnTypeError(FullProducer):
-    """Refuses with a TypeError of its own (not about keywords) on every call."""
+    """Refuses with a TypeError of its own (not about keywords) on every call;
+    its signature takes every keyword, so the refusal is not retried."""
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self.calls.append({"max_version": max_version, "dl_device": dl_device, "copy": copy})
+        raise TypeError("this producer cannot export its data")
+
+
+class OwnTypeErrorKwargs(FullProducer):
+    """The same refusal behind ``**kwargs``: the signature does not say which
+    keywords it takes, so the fixed retry order runs (issue 17, item 5)."""
 
     def __dlpack__(self, **kwargs):
         self.calls.append(kwargs)
@@ -108,13 +118,19 @@ class OwnTypeError(FullProducer):
 
 @pytest.mark.parametrize("kwargs", [{}, {"copy": True}, {"device": "cpu"}])
 @pytest.mark.parametrize("consumer", [from_dlpack, DLPackArray])
-def test_producer_type_error_raised_once_unchained(consumer, kwargs):
-    p = OwnTypeError(np.arange(3))
+@pytest.mark.parametrize("producer", [OwnTypeError, OwnTypeErrorKwargs])
+def test_producer_type_error_raised_once_unchained(producer, consumer, kwargs):
+    p = producer(np.arange(3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(TypeError, match="cannot export its data") as info:
             consumer(p, **kwargs)
-    assert len(p.calls) == 1
+    if producer is OwnTypeError:
+        assert len(p.calls) == 1
+    else:
+        # All keywords, max_version only when dl_device/copy were passed, none.
+        assert p.calls[-2:] == [{"max_version": (1, 3)}, {}]
+        assert len(p.calls) == (2 if not kwargs else 3)
     assert info.value.__context__ is None and info.value.__cause__ is None
 
 

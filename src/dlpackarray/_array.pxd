@@ -4,6 +4,18 @@ from libcpp.vector cimport vector
 from dlpackarray.core cimport TensorView
 
 
+# The life of a DLPackArray (docs/protocols.rst, "Lifetime"): initialised once,
+# immutable after.  Only kReady may be read or exported; the others are
+# refused by check_ready, so an object made by __new__ alone, one whose
+# __init__ is still running (re-entered from the source's own code) and one
+# whose __init__ failed never answer as if they held data.
+cdef enum ArrayState:
+    kUninitialised = 0  # what tp_new (and the freelist's memset) leaves
+    kInitialising = 1
+    kReady = 2
+    kFailed = 3
+
+
 cdef class DLPackArray:
     # The descriptor never changes after construction: exported buffers point
     # at _view.shape and capsules copy it, so immutability is what keeps them
@@ -19,11 +31,23 @@ cdef class DLPackArray:
     cdef vector[Py_ssize_t] _byte_strides
     cdef tuple _shape
     cdef tuple _strides
-    # Live buffer-protocol exports; __init__ of a placeholder refuses while
-    # any exist, since they point into the descriptor.
-    cdef Py_ssize_t _exports
+    # An ArrayState; C-level only, so Python code cannot forge it.
+    cdef unsigned char _state
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)
 # DLPackArray(obj, copy=copy, device=device) for C callers (the C API).
 cdef DLPackArray new_from_object(object obj, object copy, object device)
+
+
+# Raises the error of a DLPackArray that is not kReady (cold path).
+cdef int raise_not_ready(DLPackArray self) except -1
+
+
+cdef inline int check_ready(DLPackArray self) except -1:
+    """0 when ``self`` may be read or exported; raises TypeError otherwise.
+    One compare on the hot path: every method, property, protocol slot and
+    C API entry point calls it first."""
+    if self._state == kReady:
+        return 0
+    return raise_not_ready(self)

@@ -63,10 +63,10 @@ class DLPackArray:
         **kwargs: None,
     ) -> CapsuleType: ...
 
-    # -- buffer protocol (slots visible to Python from 3.12) --------------------
+    # -- buffer protocol (slot visible to Python from 3.12; no release slot:
+    # the array is immutable, so a release has nothing to undo) ---------------
     if sys.version_info >= (3, 12):
         def __buffer__(self, flags: int, /) -> memoryview: ...
-        def __release_buffer__(self, buffer: memoryview, /) -> None: ...
 
     # -- NumPy array interfaces --------------------------------------------------
     @property

@@ -57,7 +57,23 @@ cdef DLPackArray wrap_view(const TensorView* v, object owner):
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     a._view = v[0]
     a.owner = owner
+    a._state = kReady
     return a
+
+
+cdef int raise_not_ready(DLPackArray self) except -1:
+    # ValueError, as CPython's io does for an uninitialised object, and not
+    # TypeError: consumers retry __dlpack__ with fewer keywords on TypeError.
+    if self._state == kInitialising:
+        raise ValueError(
+            "this DLPackArray is not initialised yet: its __init__ is still running (code the "
+            "source runs during the import cannot use the array being imported into)")
+    if self._state == kFailed:
+        raise ValueError(
+            "this DLPackArray is not initialised: its __init__ failed; create a new DLPackArray")
+    raise ValueError(
+        f"this {type(self).__name__} is not initialised: it was made by __new__ without a "
+        "successful DLPackArray.__init__; create arrays with DLPackArray(obj)")
 
 
 cdef int _check_copy_arg(object copy) except -1:
@@ -120,31 +136,6 @@ cdef inline bint _is_buffer_only_type(type t) noexcept:
             or t is _MMAP_TYPE)
 
 
-# numpy.ndarray once numpy is imported (looked up on the slow path, so the
-# package never imports numpy itself).  An exact ndarray exports through C
-# code (__dlpack__, dtype attributes) that cannot reach the array being built.
-cdef object _NDARRAY_TYPE = None
-
-
-cdef inline bint _is_inert_source(object obj) noexcept:
-    """Whether importing ``obj`` runs no Python code of its own (no attribute
-    lookups, no Python-level buffer exporter): _is_buffer_only_type, exact
-    DLPackArray, exact numpy.ndarray and capsules.  Pointer comparisons: this
-    is on every construction's path."""
-    cdef type t = type(obj)
-    return (t is bytearray or t is bytes or t is memoryview or t is DLPackArray
-            or t is _ARRAY_TYPE or t is _MMAP_TYPE or <object>t is _NDARRAY_TYPE
-            or PyCapsule_CheckExact(obj))
-
-
-cdef inline void _drop_caches(DLPackArray self) noexcept:
-    """Forgets the values cached from the descriptor; only while no buffer
-    export points at the stride array."""
-    self._shape = None
-    self._strides = None
-    self._byte_strides.clear()
-
-
 cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, object device,
                                 bint copied) except -1:
     try:
@@ -167,6 +158,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     _check_copy_arg(copy)
     if t is DLPackArray or isinstance(obj, DLPackArray):
         other = <DLPackArray>obj
+        check_ready(other)
         self._view = other._view
         self.owner = other.owner
         return _finish_import(self, copy, device, False)
@@ -362,53 +354,45 @@ cdef class DLPackArray:
     -----
     The source object (and any ``Py_buffer`` taken from it) stays alive until
     the last DLPackArray, capsule or consumer array using its memory is gone.
+
+    An array is initialised once: ``__init__`` again raises
+    :class:`TypeError`, and an object that is not initialised (made by
+    ``DLPackArray.__new__`` alone, or whose ``__init__`` is still running or
+    failed) raises :class:`ValueError` from every method, property and
+    protocol slot; its ``repr()`` names the state instead.
     """
 
     def __cinit__(self):
         _reset_placeholder(self)
 
     def __init__(self, obj, /, *, copy=None, device=None, stream=None):
-        if self.owner is not None:
-            raise TypeError("DLPackArray is immutable: it cannot be initialised twice")
-        if self._exports:
-            # Exported buffers point into the placeholder's descriptor.
-            raise BufferError("cannot initialise a DLPackArray while a buffer of it is exported")
-        # Properties or a buffer export may already have cached the placeholder
-        # view of a bare DLPackArray.__new__() instance; they must not outlive it.
-        _drop_caches(self)
-        if device is None and _is_inert_source(obj):
-            # No code of the source's can run during these imports, so they
-            # may fill self directly.
-            try:
-                _import_into(self, obj, copy, None, False, stream)
-                if stream is not None:
-                    adopt_consumer_stream(&self._view, stream, False)
-            except BaseException:
-                # A failed import may have written half a descriptor pointing
-                # at memory that is already released: never let it be exported.
-                _reset_placeholder(self)
-                raise
-            return
-        # Otherwise the import fills a fresh instance: the source's own code
-        # (properties, __index__, __array__, __dlpack__, __dlpack_device__)
-        # runs during it and may read, export or even initialise this very
-        # array, which must stay a consistent placeholder until then.
-        cdef DLPackArray fresh = DLPackArray.__new__(DLPackArray)
-        _import_into(fresh, obj, copy, device, False, stream)
-        if stream is not None:
-            adopt_consumer_stream(&fresh._view, stream, device is not None)
-        if self.owner is not None or self._exports:
-            raise BufferError(
-                "the source initialised or exported this DLPackArray while it was being "
-                "initialised")
-        # Re-entrant reads and released exports may have cached the
-        # placeholder again; no export is live, so the stride array is unused.
-        _drop_caches(self)
-        self._view = fresh._view
-        self.owner = fresh.owner
-        global _NDARRAY_TYPE
-        if _NDARRAY_TYPE is None:
-            _NDARRAY_TYPE = getattr(sys.modules.get("numpy"), "ndarray", None)
+        if self._state != kUninitialised:
+            # Exports of a ready array point into its descriptor; a failed or
+            # running initialisation is not restartable either (a source's
+            # code re-entering __init__ must not replace what the outer call
+            # is writing).
+            raise TypeError("DLPackArray is immutable: it cannot be initialised twice"
+                            if self._state == kReady else
+                            "DLPackArray is immutable: it cannot be initialised twice (its "
+                            "first initialisation " + ("is still running)"
+                                                       if self._state == kInitialising
+                                                       else "failed)"))
+        # Every method refuses from here until kReady, so code of the source's
+        # that runs during the import (properties, __index__, __array__,
+        # __dlpack__, __del__) can neither read, export nor re-initialise the
+        # half-written descriptor: the import may fill self directly.
+        self._state = kInitialising
+        try:
+            _import_into(self, obj, copy, device, False, stream)
+            if stream is not None:
+                adopt_consumer_stream(&self._view, stream, device is not None)
+        except BaseException:
+            # Drop the source's memory now and never expose a half-written
+            # descriptor: the object stays unusable for good.
+            self._state = kFailed
+            _reset_placeholder(self)
+            raise
+        self._state = kReady
 
     # -- DLPack ---------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -440,14 +424,17 @@ cdef class DLPackArray:
         -------
         PyCapsule
         """
+        check_ready(self)
         return export_capsule(&self._view, self.owner, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         """Return ``(device_type, device_id)`` with ``device_type`` a :class:`DLDeviceType`."""
+        check_ready(self)
         return device_tuple(self._view.device)
 
     def __dlpack_info__(self):
         """Return the newest DLPack version this producer supports, ``(1, 3)``."""
+        check_ready(self)
         return _DLPACK_INFO
 
     # -- Arrow PyCapsule interface (docs/arrow.md) -----------------------------
@@ -459,6 +446,7 @@ cdef class DLPackArray:
         :class:`TypeError` for dtypes Arrow cannot carry (bfloat16, complex,
         float8).
         """
+        check_ready(self)
         return export_arrow_schema(&self._view)
 
     def __arrow_c_array__(self, requested_schema=None, *, copy=None):
@@ -483,6 +471,7 @@ cdef class DLPackArray:
         -------
         tuple of (PyCapsule, PyCapsule)
         """
+        check_ready(self)
         return export_arrow(&self._view, self.owner, requested_schema, copy, False, False, None)
 
     def __arrow_c_stream__(self, requested_schema=None, *, copy=None):
@@ -490,6 +479,7 @@ cdef class DLPackArray:
 
         Parameters as :meth:`__arrow_c_array__`.
         """
+        check_ready(self)
         return export_arrow(&self._view, self.owner, requested_schema, copy, False, True, None)
 
     def __arrow_c_device_array__(self, requested_schema=None, *, copy=None, **kwargs):
@@ -502,6 +492,7 @@ cdef class DLPackArray:
         (for future additions) and raise :class:`NotImplementedError`
         otherwise.  Parameters as :meth:`__arrow_c_array__`.
         """
+        check_ready(self)
         return export_arrow(&self._view, self.owner, requested_schema, copy, True, False, kwargs)
 
     def __arrow_c_device_stream__(self, requested_schema=None, *, copy=None, **kwargs):
@@ -509,29 +500,27 @@ cdef class DLPackArray:
 
         Parameters as :meth:`__arrow_c_device_array__`.
         """
+        check_ready(self)
         return export_arrow(&self._view, self.owner, requested_schema, copy, True, True, kwargs)
 
     # -- buffer protocol ------------------------------------------------------
     def __getbuffer__(self, Py_buffer* buffer, int flags):
+        check_ready(self)
         cdef int i
         if self._view.ndim == 0:
             fill_buffer(buffer, self, &self._view, NULL, flags)
-            self._exports += 1
             return
         if self._byte_strides.empty():
             self._byte_strides.resize(self._view.ndim)
             for i in range(self._view.ndim):
                 self._byte_strides[i] = byte_stride(self._view, i)
         fill_buffer(buffer, self, &self._view, self._byte_strides.data(), flags)
-        self._exports += 1
-
-    def __releasebuffer__(self, Py_buffer* buffer):
-        self._exports -= 1
 
     # -- properties -----------------------------------------------------------
     @property
     def shape(self):
         """tuple of int: extent of each dimension."""
+        check_ready(self)
         cdef int i
         if self._shape is None:
             self._shape = tuple([self._view.shape[i] for i in range(self._view.ndim)])
@@ -540,6 +529,7 @@ cdef class DLPackArray:
     @property
     def strides(self):
         """tuple of int: strides in elements (DLPack convention, not bytes)."""
+        check_ready(self)
         cdef int i
         if self._strides is None:
             self._strides = tuple([self._view.strides[i] for i in range(self._view.ndim)])
@@ -548,26 +538,31 @@ cdef class DLPackArray:
     @property
     def dtype(self):
         """DType: data type (``code``, ``bits``, ``lanes``, ``name``)."""
+        check_ready(self)
         return dtype_object(self._view.dtype)
 
     @property
     def device(self):
         """tuple: ``(DLDeviceType, device_id)``, as ``__dlpack_device__``."""
+        check_ready(self)
         return device_tuple(self._view.device)
 
     @property
     def ndim(self):
         """int: number of dimensions."""
+        check_ready(self)
         return self._view.ndim
 
     @property
     def size(self):
         """int: number of elements."""
+        check_ready(self)
         return view_size(self._view)
 
     @property
     def itemsize(self):
         """int: bytes per element."""
+        check_ready(self)
         return dtype_itemsize(self._view.dtype)
 
     @property
@@ -580,11 +575,13 @@ cdef class DLPackArray:
             If it does not fit in int64 (a broadcast view of more elements
             than that, which can be neither copied nor exported as a buffer).
         """
+        check_ready(self)
         return view_nbytes(self._view)
 
     @property
     def readonly(self):
         """bool: whether consumers must not write to the data."""
+        check_ready(self)
         return self._view.readonly
 
     @property
@@ -598,25 +595,30 @@ cdef class DLPackArray:
         opaque buffer handle and the first element is :attr:`byte_offset`
         bytes into that buffer.
         """
+        check_ready(self)
         return <uintptr_t>self._view.data
 
     @property
     def byte_offset(self):
         """int: bytes from ``data_ptr`` to the first element (0 unless ``data_ptr`` is opaque)."""
+        check_ready(self)
         return self._view.byte_offset
 
     @property
     def c_contiguous(self):
         """bool: whether the elements are dense in C (row-major) order."""
+        check_ready(self)
         return is_c_contiguous(self._view)
 
     @property
     def f_contiguous(self):
         """bool: whether the elements are dense in Fortran (column-major) order."""
+        check_ready(self)
         return is_f_contiguous(self._view)
 
     def copy(self):
         """Return a C-contiguous, writable host copy as a new :class:`DLPackArray`."""
+        check_ready(self)
         cdef TensorView result
         owner = copy_to_heap(&self._view, &result)
         return wrap_view(&result, owner)
@@ -629,6 +631,7 @@ cdef class DLPackArray:
         :class:`DLPackArray` (not a Python scalar).  Integer-array and boolean
         indices would copy and raise :class:`IndexError`.
         """
+        check_ready(self)
         cdef TensorView result
         index_into(&self._view, key, &result)
         return wrap_view(&result, self.owner)
@@ -656,6 +659,7 @@ cdef class DLPackArray:
             shape (reshape never copies silently; copy first with
             :meth:`copy`).
         """
+        check_ready(self)
         cdef TensorView result
         reshape_into(&self._view, shape, order, &result)
         return wrap_view(&result, self.owner)
@@ -669,6 +673,7 @@ cdef class DLPackArray:
             Output dimension ``i`` is input dimension ``axes[i]``; negative
             axes count from the end.
         """
+        check_ready(self)
         cdef TensorView result
         permute_into(&self._view, axes, True, &result)
         return wrap_view(&result, self.owner)
@@ -681,6 +686,7 @@ cdef class DLPackArray:
         *dims : int or tuple of int
             A permutation of all dimensions; negative values count from the end.
         """
+        check_ready(self)
         cdef TensorView result
         permute_into(&self._view, dims, False, &result)
         return wrap_view(&result, self.owner)
@@ -688,6 +694,7 @@ cdef class DLPackArray:
     @property
     def T(self):
         """DLPackArray: the view with all axes reversed (``transpose()``)."""
+        check_ready(self)
         cdef TensorView result
         permute_into(&self._view, (), True, &result)
         return wrap_view(&result, self.owner)
@@ -707,6 +714,7 @@ cdef class DLPackArray:
         ValueError
             If the layout does not allow the reinterpretation.
         """
+        check_ready(self)
         cdef TensorView result
         reinterpret_into(&self._view, dtype, &result)
         return wrap_view(&result, self.owner)
@@ -754,6 +762,7 @@ cdef class DLPackArray:
         ``stream`` is the stream the data is ready on (1 for the legacy
         default stream).  Raises :class:`AttributeError` for other devices.
         """
+        check_ready(self)
         return export_cuda_array_interface(&self._view, self.shape)
 
     # -- NumPy array interface --------------------------------------------------
@@ -766,6 +775,7 @@ cdef class DLPackArray:
         that consumers move on to another protocol) for device memory and for
         dtypes without a typestr (bfloat16, float8).
         """
+        check_ready(self)
         return export_array_interface(&self._view, self.shape)
 
     @property
@@ -775,6 +785,7 @@ cdef class DLPackArray:
         The capsule holds a reference to this array until it is destroyed.
         Same availability as :attr:`__array_interface__`.
         """
+        check_ready(self)
         return export_array_struct(&self._view, self)
 
     def __array__(self, dtype=None, copy=None):
@@ -795,6 +806,7 @@ cdef class DLPackArray:
             for; read-only when this array is.  bfloat16/float8 data becomes an
             ``ml_dtypes`` array (``TypeError`` without ml_dtypes).
         """
+        check_ready(self)
         return export_numpy(&self._view, self.shape, self, dtype, copy)
 
     # -- Python scalars ----------------------------------------------------------
@@ -821,6 +833,7 @@ cdef class DLPackArray:
         BufferError
             If the data is not in host-accessible memory.
         """
+        check_ready(self)
         return item_of(&self._view, args)
 
     def tolist(self):
@@ -835,29 +848,42 @@ cdef class DLPackArray:
         MemoryError
             If the result has more entries than Python lists can hold.
         """
+        check_ready(self)
         return tolist_of(&self._view)
 
     def __float__(self):
+        check_ready(self)
         return float(scalar_of(&self._view))
 
     def __int__(self):
+        check_ready(self)
         return int(scalar_of(&self._view))
 
     def __complex__(self):
+        check_ready(self)
         return complex(scalar_of(&self._view))
 
     def __index__(self):
+        check_ready(self)
         return index_of(&self._view)
 
     def __bool__(self):
+        check_ready(self)
         return truth_of(&self._view)
 
     def __len__(self):
+        check_ready(self)
         if self._view.ndim == 0:
             raise TypeError("len() of a 0-d DLPackArray")
         return self._view.shape[0]
 
     def __repr__(self):
+        # Never raises (debuggers and tracebacks call it): names the state.
+        if self._state != kReady:
+            return (f"<{type(self).__name__} (uninitialised)>" if self._state == kUninitialised
+                    else f"<{type(self).__name__} (initialising)>"
+                    if self._state == kInitialising
+                    else f"<{type(self).__name__} (initialisation failed)>")
         dev_type, dev_id = device_tuple(self._view.device)
         dev_name = dev_type.name.lower() if isinstance(dev_type, DLDeviceType) else str(dev_type)
         return (f"DLPackArray(shape={self.shape}, dtype={self.dtype.name}, "
@@ -899,14 +925,18 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
         one dlpackarray cannot hold (the message names it).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    a._state = kInitialising
     _import_into(a, x, copy, device, True, stream)
     if stream is not None:
         adopt_consumer_stream(&a._view, stream, device is not None)
+    a._state = kReady
     return a
 
 
 cdef DLPackArray new_from_object(object obj, object copy, object device):
     """``DLPackArray(obj, copy=copy, device=device)`` without the Python call."""
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    a._state = kInitialising
     _import_into(a, obj, copy, device, False)
+    a._state = kReady
     return a

@@ -23,7 +23,7 @@ from dlpackarray.core cimport (
     Extent, TensorView, aligned_allocate, call_versioned_deleter, check_dtype_supported,
     new_versioned_managed, set_c_strides, validate,
 )
-from dlpackarray._array cimport DLPackArray, new_from_object, wrap_view
+from dlpackarray._array cimport DLPackArray, check_ready, kReady, new_from_object, wrap_view
 from dlpackarray._common cimport HeapOwner
 from dlpackarray._dlpack cimport export_capsule
 from dlpackarray._exchange cimport (
@@ -65,11 +65,13 @@ cdef tuple _VERSIONED = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 cdef inline DLPackArray _as_array(object obj):
     if not isinstance(obj, DLPackArray):
         raise TypeError(f"expected a dlpackarray.DLPackArray, got a '{type(obj).__name__}' object")
+    check_ready(<DLPackArray>obj)
     return <DLPackArray>obj
 
 
 cdef DLManagedTensorVersioned* _to_managed(DLPackArray a) except NULL:
     """A new owning DLPack 1.3 tensor of ``a``'s memory (exchange API and C API)."""
+    check_ready(a)
     cdef uint64_t flags = kFlagReadOnly if a._view.readonly else 0
     return new_versioned_managed(a._view, flags, <PyObject*>a.owner)
 
@@ -255,6 +257,7 @@ cdef object _c_from_data(void* data, int32_t ndim, const int64_t* shape, const i
             v.strides[i] = strides[i]
     validate(v[0])  # the dtype, shape, strides and address range, overflow-checked
     a.owner = keepalive
+    a._state = kReady
     return a
 
 

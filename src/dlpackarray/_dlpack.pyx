@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """DLPack capsules: consume (import) and produce (export) per the Python spec."""
 from cpython.long cimport PyLong_AsLongAndOverflow
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
     PyCapsule_SetName,
@@ -19,7 +19,9 @@ from dlpackarray.core cimport (
     DeviceRoute, kRouteCopyToHost, kRouteRelabelHost, kRouteSame, release_adopted_capsule,
     route_device_request, validate, view_from_dltensor,
 )
-from dlpackarray._common cimport copy_to_heap, device_tuple, parse_copy, parse_device
+from dlpackarray._common cimport (
+    _PyType_Lookup, copy_to_heap, device_tuple, parse_copy, parse_device,
+)
 from dlpackarray._cuda cimport (
     copy_on_device_into, is_cuda_device, is_cuda_stream_device, order_for_consumer,
     synchronize_for_host_read,
@@ -30,8 +32,6 @@ cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 cdef object _OUR_MAJOR = int(kDLPackMajorVersion)
 cdef str _DLPACK_NAME = "__dlpack__"
 cdef tuple _KWNAMES_MAX_VERSION = ("max_version",)
-# Keywords a consumer may drop when an older producer refuses them.
-cdef tuple _NEW_KEYWORDS = ("max_version", "dl_device", "copy")
 
 
 cdef extern from "Python.h":
@@ -117,44 +117,95 @@ cdef void release_adopted(object capsule) noexcept:
     release_adopted_capsule(capsule)
 
 
-cdef str _text(object error):
+# The keywords of __dlpack__ a consumer may pass, as bits of a mask.
+cdef enum:
+    _KW_STREAM = 1
+    _KW_MAX_VERSION = 2
+    _KW_DL_DEVICE = 4
+    _KW_COPY = 8
+    # The signature does not say (none to inspect, or **kwargs).
+    _KW_UNKNOWN = -1
+
+cdef dict _KEYWORD_BITS = {
+    "stream": _KW_STREAM, "max_version": _KW_MAX_VERSION, "dl_device": _KW_DL_DEVICE,
+    "copy": _KW_COPY}
+
+# type -> (the __dlpack__ found on it, the keyword mask of its signature).
+# The function is kept to notice a class whose __dlpack__ was replaced; the
+# bound keeps classes made in a loop from piling up (each entry holds its type).
+cdef dict _KEYWORDS_BY_TYPE = {}
+cdef Py_ssize_t _KEYWORDS_CACHE_MAX = 256
+
+
+cdef int _mask_of_signature(object func) except -2:
+    """The keywords ``func`` (a ``__dlpack__`` as found on its class) takes by
+    name, or _KW_UNKNOWN.  Positional-only parameters do not count: the
+    consumer passes keywords."""
+    cdef int mask = 0
     try:
-        return str(error)
+        import inspect
+        params = inspect.signature(func).parameters.values()
+        for p in params:
+            if p.kind == p.VAR_KEYWORD:
+                return _KW_UNKNOWN
+            if p.kind == p.POSITIONAL_OR_KEYWORD or p.kind == p.KEYWORD_ONLY:
+                mask |= _KEYWORD_BITS.get(p.name, 0)
     except Exception:
-        return ""
+        # No signature to read (a C method without a text signature, an
+        # object whose __signature__ fails): fall back to the fixed order.
+        return _KW_UNKNOWN
+    return mask
 
 
-cdef bint _rejects_keywords(object error, tuple names):
-    """Whether a producer's TypeError says it does not take one of ``names``.
+cdef int _keywords_taken(type t) except -2:
+    """The __dlpack__ keywords instances of ``t`` take, inspected once per type."""
+    cdef PyObject* found = _PyType_Lookup(<PyTypeObject*>t, <PyObject*>_DLPACK_NAME)
+    if found == NULL:
+        return _KW_UNKNOWN
+    func = <object>found
+    entry = _KEYWORDS_BY_TYPE.get(t)
+    if entry is not None and (<tuple>entry)[0] is func:
+        return (<tuple>entry)[1]
+    cdef int mask = _mask_of_signature(func)
+    if len(_KEYWORDS_BY_TYPE) >= _KEYWORDS_CACHE_MAX:
+        _KEYWORDS_BY_TYPE.clear()
+    _KEYWORDS_BY_TYPE[t] = (func, mask)
+    return mask
 
-    Python, Cython, Argument Clinic and C methods without keywords all name
-    the keyword or say "keyword argument(s)"; pybind11/nanobind list the
-    call's keywords.  Any other TypeError is the producer's own refusal
-    (pyarrow's for arrays with nulls, say) and must not trigger a retry.
-    """
-    cdef str text = _text(error)
-    if "keyword argument" in text:
-        return True
-    for name in names:
-        if name in text:
-            return True
-    return False
+
+cdef object _call_dlpack(object obj, object stream, object max_version, object dl_device,
+                         object copy, bint with_device_copy):
+    if stream is None:
+        if with_device_copy:
+            return obj.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+        return obj.__dlpack__(max_version=max_version)
+    if with_device_copy:
+        return obj.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                              copy=copy)
+    return obj.__dlpack__(stream=stream, max_version=max_version)
 
 
 cdef object request_capsule(object obj, object dl_device, object copy, object stream=None):
     """Calls ``obj.__dlpack__`` as a spec consumer, newest signature first.
 
     The spec's fallback for producers that predate a keyword is to call again
-    without it; done in stages (all keywords, then ``max_version`` only, then
-    none) so that a DLPack 1.0 producer without ``dl_device``/``copy`` still
-    returns a versioned capsule (read-only data, flags).  The caller applies
-    ``dl_device``/``copy`` itself to whatever comes back.  A retry happens only
-    when the TypeError is about the keywords; the error raised is the first
-    one that is not, or the first of all when every call was refused for its
-    keywords, raised once and without the refused calls chained to it.
+    without it.  Whether a TypeError means "unknown keyword" is decided from
+    the producer's signature (inspected once per type), never from the
+    error's text, which a producer words as it likes (or which names its
+    class): a producer whose signature takes every keyword passed raised its
+    own refusal, raised as is; otherwise it is called once more with the
+    keywords it takes, so a DLPack 1.0 producer without ``dl_device``/``copy``
+    still returns a versioned capsule (read-only data, flags).  Where the
+    signature does not say (``**kwargs``, C methods without a text signature)
+    the retry order is fixed: ``max_version`` only, then none.  ``stream`` is
+    passed in every call (as old as the protocol).  The caller applies
+    ``dl_device``/``copy`` itself to whatever comes back.  The error raised is
+    the last call's, raised once and without the refused calls chained to it.
     """
     cdef PyObject* args[2]
-    if dl_device is None and copy is None and stream is None:
+    cdef bint with_device_copy = dl_device is not None or copy is not None
+    cdef int taken, asked
+    if not with_device_copy and stream is None:
         try:
             # The common request as one vectorcall with a constant kwnames
             # tuple: a Python-level keyword call would build a dict per call.
@@ -162,40 +213,50 @@ cdef object request_capsule(object obj, object dl_device, object copy, object st
             args[1] = <PyObject*>_MAX_VERSION
             return PyObject_VectorcallMethod(_DLPACK_NAME, args, 1, _KWNAMES_MAX_VERSION)
         except TypeError as e:
-            first = e
+            error = e
     else:
         try:
-            if stream is None:
-                return obj.__dlpack__(max_version=_MAX_VERSION, dl_device=dl_device, copy=copy)
-            return obj.__dlpack__(stream=stream, max_version=_MAX_VERSION, dl_device=dl_device,
-                                  copy=copy)
+            return _call_dlpack(obj, stream, _MAX_VERSION, dl_device, copy, with_device_copy)
         except TypeError as e:
-            first = e
-        if not _rejects_keywords(first, _NEW_KEYWORDS):
-            raise first
-        text = _text(first)
-        if "max_version" not in text and "no keyword arguments" not in text:
-            # Only dl_device/copy were refused: a DLPack 1.0-era producer.
-            try:
-                if stream is None:
-                    return obj.__dlpack__(max_version=_MAX_VERSION)
-                return obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
-            except TypeError as e:
-                later = e
-            if not _rejects_keywords(later, _NEW_KEYWORDS):
-                raise later
-    if not _rejects_keywords(first, _NEW_KEYWORDS):
-        raise first
+            error = e
+    # Outside the handlers from here: a retry's error is not chained to the
+    # refused call's.
+    taken = _keywords_taken(type(obj))
+    if taken != _KW_UNKNOWN:
+        asked = _KW_MAX_VERSION
+        if with_device_copy:
+            asked |= _KW_DL_DEVICE | _KW_COPY
+        if stream is not None:
+            asked |= _KW_STREAM
+        if asked & ~taken == 0:
+            raise error  # the producer's own refusal
+        kwargs = {}
+        if stream is not None:
+            kwargs["stream"] = stream
+        if taken & _KW_MAX_VERSION:
+            kwargs["max_version"] = _MAX_VERSION
+        if with_device_copy and taken & _KW_DL_DEVICE:
+            kwargs["dl_device"] = dl_device
+        if with_device_copy and taken & _KW_COPY:
+            kwargs["copy"] = copy
+        try:
+            return obj.__dlpack__(**kwargs)
+        except TypeError as e:
+            error = e
+        raise error
+    if with_device_copy:
+        try:
+            return _call_dlpack(obj, stream, _MAX_VERSION, None, None, False)
+        except TypeError as e:
+            error = e
     try:
-        # A producer older than DLPack 1.0 knows none of these keywords
-        # (``stream`` is as old as the protocol).
+        # A producer older than DLPack 1.0 knows no keyword but ``stream``.
         if stream is None:
             return obj.__dlpack__()
         return obj.__dlpack__(stream=stream)
     except TypeError as e:
-        later = e
-    # Raised outside the handler: the refused calls are not its context.
-    raise first if "keyword argument" in _text(later) else later
+        error = e
+    raise error
 
 
 cdef inline bint _is_versioned_request(object max_version) except -1:

@@ -12,7 +12,7 @@ import sys
 
 from cpython.object cimport PyObject, PyTypeObject
 
-from dlpackarray._array cimport DLPackArray
+from dlpackarray._array cimport DLPackArray, check_ready
 from dlpackarray._dlpack cimport export_capsule
 
 
@@ -90,6 +90,7 @@ cdef object _dlpack_fastcall(object self, PyObject** args, Py_ssize_t nargs,
                     f"__dlpack__() got an unexpected keyword argument "
                     f"'{<object>_names_item(kwnames, i)}'")
             values[index] = args[i]
+    check_ready(<DLPackArray>self)
     # Borrowed references: the caller keeps the arguments alive for the call.
     return export_capsule(&(<DLPackArray>self)._view, (<DLPackArray>self).owner,
                           <object>values[0], <object>values[1], <object>values[2],
