@@ -104,7 +104,7 @@ class Forge:
         return self._hold(proto(release))
 
     def _release(self, proto, label):
-        """A release callback; a top-level one (label) counts its calls.  A
+        """A release callback; a top-level one with a label counts its calls.  A
         consumer calls only the top-level release (the producer's releases
         its children), so children's are never counted."""
 
@@ -146,7 +146,7 @@ class Forge:
         if spec.get("children") != "null" and (kids or declared):
             s.children = self._pointer_array(ctypes.POINTER(ArrowSchema), kids, declared)
         if spec.get("dictionary"):
-            s.dictionary = ctypes.pointer(self.schema([{"format": b"i"}], label + ".dict"))
+            s.dictionary = ctypes.pointer(self.schema([{"format": b"i"}], None))
         if spec.get("release", True):
             s.release = self._release(_SCHEMA_RELEASE, label if i == 0 else None)
         return s
@@ -166,18 +166,21 @@ class Forge:
         a.null_count = spec.get("null_count", 0)
         kids = []
         size = list_size(fmt)
+        # Room for a small offset in the data; a huge one is a lie the
+        # importer must refuse (or never read through).
+        room = a.offset if 0 < a.offset <= 4096 else 0
         if i + 1 < len(levels):
-            child_rows = (n_rows + max(a.offset, 0)) * (size if size is not None else 1)
+            child_rows = (n_rows + room) * (size if size is not None else 1)
             kids.append(ctypes.pointer(self.array(levels, child_rows, label, i + 1, values=values)))
             bufs = [spec.get("validity")]
         else:
             dtype = LEAF_DTYPES.get(fmt, np.int8)
             if fmt == b"b":
-                data = self._hold(np.full(max((n_rows + 7) // 8, 1), 0xFF, dtype=np.uint8))
+                data = self._hold(np.full((n_rows + room + 7) // 8 + 1, 0xFF, dtype=np.uint8))
             elif values is not None:
                 data = self._hold(np.asarray(values, dtype=dtype))
             else:
-                data = self._hold(np.arange(max(n_rows, 1), dtype=dtype))
+                data = self._hold(np.arange(n_rows + room + 1, dtype=dtype))
             bufs = [spec.get("validity"), data.ctypes.data]
         if spec.get("child") == "null":
             kids = [None]
@@ -192,7 +195,7 @@ class Forge:
         if spec.get("children") != "null" and (kids or declared):
             a.children = self._pointer_array(ctypes.POINTER(ArrowArray), kids, declared)
         if spec.get("dictionary"):
-            a.dictionary = ctypes.pointer(self.array([{"format": b"i"}], 2, label + ".dict"))
+            a.dictionary = ctypes.pointer(self.array([{"format": b"i"}], 2, None))
         if spec.get("release", True):
             a.release = self._release(_ARRAY_RELEASE, label if i == 0 else None)
         return a
