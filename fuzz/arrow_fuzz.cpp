@@ -58,9 +58,9 @@ class Reader {
     if (sel < 160) return sel % 7;
     if (sel < 200) return static_cast<int64_t>(sel % 5) - 2;
     if (sel < 230) return take<uint8_t>();
-    static constexpr int64_t kEdges[] = {INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MAX / 2,
-                                         INT64_MAX / 8 + 1, int64_t(1) << 62, INT32_MAX,
-                                         int64_t(INT32_MAX) + 1};
+    static constexpr int64_t kEdges[] = {
+        INT64_MAX,         INT64_MIN,        INT64_MAX - 1, INT64_MAX / 2,
+        INT64_MAX / 8 + 1, int64_t(1) << 62, INT32_MAX,     int64_t(INT32_MAX) + 1};
     if (sel < 245) return kEdges[take<uint8_t>() % 8];
     return take<int64_t>();
   }
@@ -106,10 +106,40 @@ void release_schema(ArrowSchema* s) { s->release = nullptr; }
 void release_array(ArrowArray* a) { a->release = nullptr; }
 
 const char* const kFormats[] = {
-    "f",     "c",   "C",   "s",         "S",          "i",    "I",    "l",       "L",
-    "e",     "g",   "b",   "n",         "u",          "z",    "+s",   "+l",      "+L",
-    "+w:1",  "+w:2", "+w:3", "+w:0",    "+w:",        "+w:-1", "+w:a", "w:4",    "d:10,2",
-    "tdD",   "",    "+w:2147483647", "+w:2147483648", "+w:99999999999999999999", "+m", "+ud:0",
+    "f",
+    "c",
+    "C",
+    "s",
+    "S",
+    "i",
+    "I",
+    "l",
+    "L",
+    "e",
+    "g",
+    "b",
+    "n",
+    "u",
+    "z",
+    "+s",
+    "+l",
+    "+L",
+    "+w:1",
+    "+w:2",
+    "+w:3",
+    "+w:0",
+    "+w:",
+    "+w:-1",
+    "+w:a",
+    "w:4",
+    "d:10,2",
+    "tdD",
+    "",
+    "+w:2147483647",
+    "+w:2147483648",
+    "+w:99999999999999999999",
+    "+m",
+    "+ud:0",
 };
 
 std::string format(Reader& r, bool list) {

@@ -134,8 +134,8 @@ void check_schema_node(const ArrowSchema& s, int32_t level) {
 void require_children(const ArrowSchema& s, int32_t level, int64_t n) {
   if (s.n_children != n) {
     fail(ErrorKind::Value, field_label(s, level) + " (format " + describe_format(s.format) +
-                               ") has " + std::to_string(s.n_children) + " children; its type has " +
-                               std::to_string(n));
+                               ") has " + std::to_string(s.n_children) +
+                               " children; its type has " + std::to_string(n));
   }
   for (int64_t i = 0; i < n; ++i) {
     if (s.children[i] == nullptr) {
@@ -272,15 +272,14 @@ void check_array_node(const ArrowArray& a, int32_t level, int64_t n_buffers, int
                                " + length " + std::to_string(a.length) + " beyond int64");
   }
   if (a.null_count < -1 || a.null_count > a.length) {
-    fail(ErrorKind::Value, array_label(level) + " has null_count " +
-                               std::to_string(a.null_count) +
+    fail(ErrorKind::Value, array_label(level) + " has null_count " + std::to_string(a.null_count) +
                                "; it must be -1 (unknown) or 0 to its length " +
                                std::to_string(a.length));
   }
   if (a.n_buffers != n_buffers || a.n_children != n_children) {
     fail(ErrorKind::Value, array_label(level) + " has " + std::to_string(a.n_buffers) +
-                               " buffer(s) and " + std::to_string(a.n_children) +
-                               " child(ren); " + layout);
+                               " buffer(s) and " + std::to_string(a.n_children) + " child(ren); " +
+                               layout);
   }
   if (a.buffers == nullptr) {
     fail(ErrorKind::Value, array_label(level) + " has a NULL buffers array");
@@ -290,8 +289,8 @@ void check_array_node(const ArrowArray& a, int32_t level, int64_t n_buffers, int
   }
   for (int64_t i = 0; i < n_children; ++i) {
     if (a.children[i] == nullptr) {
-      fail(ErrorKind::Value, "child " + std::to_string(i) + " of " + array_label(level) +
-                                 " is NULL");
+      fail(ErrorKind::Value,
+           "child " + std::to_string(i) + " of " + array_label(level) + " is NULL");
     }
   }
   if (a.dictionary != nullptr) {

@@ -86,7 +86,14 @@ def all_cases() -> dict[str, Case]:
     import cases_struct
 
     table: dict[str, Case] = {}
-    modules = (cases_dlpack, cases_interface, cases_struct, cases_buffer, cases_protocols, cases_arrow)
+    modules = (
+        cases_dlpack,
+        cases_interface,
+        cases_struct,
+        cases_buffer,
+        cases_protocols,
+        cases_arrow,
+    )
     for module in modules:
         for case in module.cases():
             assert case.id not in table, f"duplicate case id {case.id}"

@@ -272,7 +272,7 @@ def _schema_cases(base: Base, path: str):
         is_list = lv < last
         bool8_here = lv in base.meta and b"arrow.bool8" in base.meta[lv]
 
-        def mutate(**changes):
+        def mutate(lv=lv, **changes):
             levels = base.levels()
             levels[lv].update(changes)
             return levels
@@ -321,8 +321,7 @@ def _schema_cases(base: Base, path: str):
                 mutate(format=bad),
                 (
                     ValueError,
-                    f"the Arrow format string of {label} is not valid UTF-8: "
-                    f"'{printable(bad)}'",
+                    f"the Arrow format string of {label} is not valid UTF-8: '{printable(bad)}'",
                 ),
                 None,
             )
@@ -352,11 +351,14 @@ def _schema_cases(base: Base, path: str):
                 (ValueError, f"{label} has a negative number of children ({n})"),
                 None,
             )
-        for n in ((0, 2, 2**62) if is_list else (1, 2, 2**62)):
+        for n in (0, 2, 2**62) if is_list else (1, 2, 2**62):
             yield (
                 f"{lv}/n_children/{n}",
                 mutate(n_children=n),
-                (ValueError, f"{label} (format {describe(fmt)}) has {n} children; its type has {want}"),
+                (
+                    ValueError,
+                    f"{label} (format {describe(fmt)}) has {n} children; its type has {want}",
+                ),
                 None,
             )
         yield (
@@ -581,7 +583,7 @@ def _array_cases(base: Base, path: str):
                 (ValueError, f"{label} has {n} buffer(s) and {nk} child(ren); {lay}"),
                 None,
             )
-        for n in ((0, 2, -1, 2**62) if is_list else (1, -1, 2**62)):
+        for n in (0, 2, -1, 2**62) if is_list else (1, -1, 2**62):
             yield (
                 f"{lv}/n_children/{n}",
                 mutate(n_children=n),
@@ -717,18 +719,20 @@ def _protocol_cases():
         method = PATHS[path]
         pre = f"arrow/{path}/protocol"
 
-        def add(cid, build, exc=None, text=None, value=None, rel="", copy=None, _pre=pre):
+        def add(
+            cid, build, exc=None, text=None, value=None, rel="", copy=None, _pre=pre, _path=path
+        ):
             if exc is None:
                 out.append(
                     Case(
                         f"{_pre}/{cid}",
-                        importing(path, build, copy),
+                        importing(_path, build, copy),
                         value={"layout": value, "releases": rel},
                     )
                 )
             else:
                 pattern = re.escape(text) + r".* \[releases=" + re.escape(rel) + r"\]$"
-                out.append(Case(f"{_pre}/{cid}", importing(path, build, copy), exc, pattern))
+                out.append(Case(f"{_pre}/{cid}", importing(_path, build, copy), exc, pattern))
 
         names = ("get_schema", "get_next", "get_last_error")
         combos = [(n,) for n in names] + [
@@ -758,9 +762,7 @@ def _protocol_cases():
         )
         add(
             "missing/all",
-            _stream(
-                path, f32.levels(), _chunks(f32, 1, device), missing=(*names, "release")
-            ),
+            _stream(path, f32.levels(), _chunks(f32, 1, device), missing=(*names, "release")),
             ValueError,
             f"the capsule from {method} has already been consumed",
             rel="chunk0=0,stream=0",
@@ -775,9 +777,7 @@ def _protocol_cases():
                 tag = "null" if err is None else (err.hex() or "empty")
                 add(
                     f"get_schema_fails/{rc}/{tag}",
-                    _stream(
-                        path, f32.levels(), _chunks(f32, 1, device), schema_rc=rc, error=err
-                    ),
+                    _stream(path, f32.levels(), _chunks(f32, 1, device), schema_rc=rc, error=err),
                     BufferError,
                     f"the Arrow stream failed in get_schema (error {rc}): {shown}",
                     rel="chunk0=0,stream=1",
@@ -789,7 +789,8 @@ def _protocol_cases():
                     _stream(path, f32.levels(), _chunks(f32, 2, device), next_rc=codes),
                     BufferError,
                     f"the Arrow stream failed in get_next (error {rc}): producer failure",
-                    rel=("chunk0=0" if first else "chunk0=1") + ",chunk1=0,stream=1,stream.schema=1",
+                    rel=("chunk0=0" if first else "chunk0=1")
+                    + ",chunk1=0,stream=1,stream.schema=1",
                 )
         add(
             "get_schema_without_schema",
@@ -900,12 +901,16 @@ def _protocol_cases():
                 else f"{method} returned "
             )
             pattern = re.escape(exc_text) + r".* \[releases=array=0,schema=0\]$"
-            out.append(Case(f"arrow/{path}/protocol/junk/{tag}", importing(path, build), TypeError, pattern))
+            out.append(
+                Case(
+                    f"arrow/{path}/protocol/junk/{tag}", importing(path, build), TypeError, pattern
+                )
+            )
         # Device arrays on devices dlpackarray cannot read.
         if path == "device_array":
             for dt, name in ((4, "OpenCL"), (10, "ROCm"), (8, "Metal"), (99, "unknown")):
 
-                def build(forge, dt=dt):
+                def build(forge, dt=dt, method=method):
                     from arrow_forge import producer
 
                     s = forge.capsule(forge.schema([{"format": b"f"}]), b"arrow_schema")
