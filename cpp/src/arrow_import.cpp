@@ -150,8 +150,9 @@ bool extension_of(const ArrowSchema& s, std::string_view* ext) {
   return arrow_meta::lookup(s.metadata, arrow_meta::kExtensionName, ext);
 }
 
-// The extension of a node below the top level (where only arrow.bool8 may
-// appear), checked against its storage.  Returns whether it is arrow.bool8.
+// The extension of a node where only arrow.bool8 may appear (any node but a
+// top level already read as arrow.fixed_shape_tensor), checked against its
+// storage.  Returns whether it is arrow.bool8.
 bool inner_extension(const ArrowSchema& s, int32_t level, const char* where) {
   std::string_view ext;
   if (!extension_of(s, &ext)) return false;
