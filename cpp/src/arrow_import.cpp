@@ -15,6 +15,8 @@ namespace dla {
 
 namespace {
 
+using arrow_meta::printable;
+
 bool starts_with(const char* s, const char* prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
 }
@@ -53,9 +55,23 @@ std::string describe_format(const char* f) {
       {"b", "boolean"},
   };
   for (const auto& k : kKnown) {
-    if (starts_with(f, k.prefix)) return std::string("'") + f + "' (" + k.what + ")";
+    if (starts_with(f, k.prefix)) return "'" + printable(f) + "' (" + k.what + ")";
   }
-  return std::string("'") + f + "'";
+  return "'" + printable(f) + "'";
+}
+
+// How messages name a schema node: "the top-level Arrow field 'x'", "the
+// Arrow child field 'item' at nesting level 2".  Only built to fail.
+std::string field_label(const ArrowSchema& s, int32_t level) {
+  std::string label = level == 0 ? "the top-level Arrow field" : "the Arrow child field";
+  if (s.name != nullptr && s.name[0] != '\0') label += " '" + printable(s.name) + "'";
+  if (level > 0) label += " at nesting level " + std::to_string(level);
+  return label;
+}
+
+std::string array_label(int32_t level) {
+  return level == 0 ? std::string("the Arrow array")
+                    : "the Arrow child array at nesting level " + std::to_string(level);
 }
 
 [[noreturn]] void unsupported(const char* format, const char* where) {
@@ -65,25 +81,67 @@ std::string describe_format(const char* f) {
            "boolean arrays, fixed-size lists of them and arrow.fixed_shape_tensor");
 }
 
+// "+w:N" with N a decimal int32 (Arrow list sizes are int32).
 int64_t parse_list_size(const char* format) {
   int64_t n = 0;
   const char* p = format + 3;
-  if (*p == '\0') fail(ErrorKind::Value, std::string("malformed Arrow format '") + format + "'");
+  if (*p == '\0') fail(ErrorKind::Value, "malformed Arrow format '" + printable(format) + "'");
   for (; *p; ++p) {
     if (*p < '0' || *p > '9' || __builtin_mul_overflow(n, 10, &n) ||
-        __builtin_add_overflow(n, *p - '0', &n)) {
-      fail(ErrorKind::Value, std::string("malformed Arrow format '") + format + "'");
+        __builtin_add_overflow(n, *p - '0', &n) || n > INT32_MAX) {
+      fail(ErrorKind::Value, "malformed Arrow format '" + printable(format) +
+                                 "': a fixed-size list size is a decimal int32");
     }
   }
   return n;
 }
 
-void check_live(const ArrowSchema& s) {
-  if (s.release == nullptr) fail(ErrorKind::Value, "the Arrow schema has already been released");
-  if (s.format == nullptr) fail(ErrorKind::Value, "the Arrow schema has no format string");
+// What every schema node must satisfy before its format or children are
+// read: alive, a format, UTF-8 strings, a consistent children array.
+void check_schema_node(const ArrowSchema& s, int32_t level) {
+  if (s.release == nullptr) {
+    fail(ErrorKind::Value, "the Arrow schema of " + field_label(s, level) +
+                               " has already been released (its release callback is NULL)");
+  }
+  if (s.format == nullptr) {
+    fail(ErrorKind::Value,
+         "the Arrow schema of " + field_label(s, level) + " has no format string (NULL)");
+  }
+  if (!arrow_meta::valid_utf8(s.format)) {
+    fail(ErrorKind::Value, "the Arrow format string of " + field_label(s, level) +
+                               " is not valid UTF-8: '" + printable(s.format) + "'");
+  }
+  if (s.name != nullptr && !arrow_meta::valid_utf8(s.name)) {
+    fail(ErrorKind::Value, "the name of " + field_label(s, level) + " (format " +
+                               describe_format(s.format) + ") is not valid UTF-8");
+  }
+  if (s.n_children < 0) {
+    fail(ErrorKind::Value, field_label(s, level) + " has a negative number of children (" +
+                               std::to_string(s.n_children) + ")");
+  }
+  if (s.n_children > 0 && s.children == nullptr) {
+    fail(ErrorKind::Value, field_label(s, level) + " has " + std::to_string(s.n_children) +
+                               " children but a NULL children array");
+  }
   if (s.dictionary != nullptr) {
-    fail(ErrorKind::Type, std::string("dictionary-encoded Arrow arrays (format '") + s.format +
-                              "' with a dictionary) cannot be imported: decode them first");
+    fail(ErrorKind::Type, "dictionary-encoded Arrow arrays (" + field_label(s, level) +
+                              ", format " + describe_format(s.format) +
+                              " with a dictionary) cannot be imported: decode them first");
+  }
+}
+
+// A node of a known layout has exactly `n` children, none of them NULL.
+void require_children(const ArrowSchema& s, int32_t level, int64_t n) {
+  if (s.n_children != n) {
+    fail(ErrorKind::Value, field_label(s, level) + " (format " + describe_format(s.format) +
+                               ") has " + std::to_string(s.n_children) +
+                               " children; its type has " + std::to_string(n));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.children[i] == nullptr) {
+      fail(ErrorKind::Value,
+           "child " + std::to_string(i) + " of " + field_label(s, level) + " is NULL");
+    }
   }
 }
 
@@ -92,27 +150,39 @@ bool extension_of(const ArrowSchema& s, std::string_view* ext) {
   return arrow_meta::lookup(s.metadata, arrow_meta::kExtensionName, ext);
 }
 
-// The leaf (innermost) type: a primitive, arrow.bool8 or "b".
-void parse_leaf(const ArrowSchema& s, ArrowTypeInfo* out, const char* where) {
-  check_live(s);
+// The extension of a node where only arrow.bool8 may appear (any node but a
+// top level already read as arrow.fixed_shape_tensor), checked against its
+// storage.  Returns whether it is arrow.bool8.
+bool inner_extension(const ArrowSchema& s, int32_t level, const char* where) {
   std::string_view ext;
-  if (extension_of(s, &ext)) {
-    if (ext == arrow_meta::kBool8 && std::strcmp(s.format, "c") == 0) {
-      out->dtype = DLDataType{kDLBool, 8, 1};
-      out->bool8 = true;
-      return;
-    }
-    fail(ErrorKind::Type, "Arrow extension type '" + std::string(ext) + "' (storage " +
-                              describe_format(s.format) + ")" + where +
+  if (!extension_of(s, &ext)) return false;
+  if (ext != arrow_meta::kBool8) {
+    fail(ErrorKind::Type, "Arrow extension type '" + printable(ext) + "'" + where +
                               " is not supported: dlpackarray reads arrow.fixed_shape_tensor and "
                               "arrow.bool8");
   }
-  if (std::strcmp(s.format, "b") == 0) {
+  // Canonical extension: storage int8, as pyarrow requires on import.
+  if (std::strcmp(s.format, "c") != 0) {
+    fail(ErrorKind::Value, "arrow.bool8 on " + field_label(s, level) + " has storage " +
+                               describe_format(s.format) +
+                               "; the arrow.bool8 extension type is stored as int8 ('c')");
+  }
+  return true;
+}
+
+// The leaf (innermost) type: a primitive, arrow.bool8 or "b"; no children.
+void parse_leaf(const ArrowSchema& s, int32_t level, bool bool8, ArrowTypeInfo* out,
+                const char* where) {
+  if (bool8) {
+    out->dtype = DLDataType{kDLBool, 8, 1};
+    out->bool8 = true;
+  } else if (std::strcmp(s.format, "b") == 0) {
     out->dtype = DLDataType{kDLBool, 8, 1};
     out->bit_packed = true;
-    return;
+  } else if (!dtype_from_arrow_format(s.format, &out->dtype)) {
+    unsupported(s.format, where);
   }
-  if (!dtype_from_arrow_format(s.format, &out->dtype)) unsupported(s.format, where);
+  require_children(s, level, 0);
 }
 
 std::string join(const int64_t* v, int32_t n) {
@@ -121,12 +191,27 @@ std::string join(const int64_t* v, int32_t n) {
   return s;
 }
 
-// Dense C-order strides of a shape with n dimensions.
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(ErrorKind::Overflow, "Arrow array size overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    fail(ErrorKind::Overflow, "Arrow array size overflows int64");
+  return r;
+}
+
+// Dense C-order strides of a shape with n dimensions (zero extents count as
+// 1, so a size-0 cell can still have extents whose product overflows).
 void set_dense_strides(const int64_t* shape, int32_t n, int64_t* strides) {
   int64_t s = 1;
   for (int32_t i = n; i-- > 0;) {
     strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    if (i > 0) s = checked_mul(s, shape[i] > 0 ? shape[i] : 1);
   }
 }
 
@@ -142,7 +227,7 @@ int64_t count_nulls(const void* bitmap, int64_t start, int64_t n) {
 
 void check_nulls(const ArrowArray& a, int64_t first, int64_t n, DLDevice dev, const char* what) {
   if (a.null_count == 0 || n == 0) return;
-  const void* validity = a.n_buffers > 0 ? a.buffers[0] : nullptr;
+  const void* validity = a.buffers[0];  // n_buffers >= 1 checked by check_array_node
   int64_t nulls;
   if (validity == nullptr) {
     if (a.null_count < 0) return;  // unknown count, no bitmap: no nulls
@@ -167,18 +252,52 @@ void check_nulls(const ArrowArray& a, int64_t first, int64_t n, DLDevice dev, co
   }
 }
 
-int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r))
-    fail(ErrorKind::Overflow, "Arrow array size overflows int64");
-  return r;
-}
-
-int64_t checked_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorKind::Overflow, "Arrow array size overflows int64");
-  return r;
+// What every array node must satisfy before anything reads through it: alive,
+// lengths and offsets in range (offset + length fits int64, null_count is -1
+// or 0..length), buffer and child counts of its type's layout, no NULL
+// pointer where one is dereferenced, no dictionary (its schema has none).
+void check_array_node(const ArrowArray& a, int32_t level, int64_t n_buffers, int64_t n_children,
+                      const char* layout) {
+  if (a.release == nullptr) {
+    fail(ErrorKind::Value,
+         array_label(level) + " has already been released (its release callback is NULL)");
+  }
+  if (a.length < 0 || a.offset < 0) {
+    fail(ErrorKind::Value, array_label(level) + " has a negative length or offset (length " +
+                               std::to_string(a.length) + ", offset " + std::to_string(a.offset) +
+                               ")");
+  }
+  int64_t end;
+  if (__builtin_add_overflow(a.offset, a.length, &end)) {
+    fail(ErrorKind::Value, array_label(level) + " has offset " + std::to_string(a.offset) +
+                               " + length " + std::to_string(a.length) + " beyond int64");
+  }
+  if (a.null_count < -1 || a.null_count > a.length) {
+    fail(ErrorKind::Value, array_label(level) + " has null_count " + std::to_string(a.null_count) +
+                               "; it must be -1 (unknown) or 0 to its length " +
+                               std::to_string(a.length));
+  }
+  if (a.n_buffers != n_buffers || a.n_children != n_children) {
+    fail(ErrorKind::Value, array_label(level) + " has " + std::to_string(a.n_buffers) +
+                               " buffer(s) and " + std::to_string(a.n_children) + " child(ren); " +
+                               layout);
+  }
+  if (a.buffers == nullptr) {
+    fail(ErrorKind::Value, array_label(level) + " has a NULL buffers array");
+  }
+  if (n_children > 0 && a.children == nullptr) {
+    fail(ErrorKind::Value, array_label(level) + " has a NULL children array");
+  }
+  for (int64_t i = 0; i < n_children; ++i) {
+    if (a.children[i] == nullptr) {
+      fail(ErrorKind::Value,
+           "child " + std::to_string(i) + " of " + array_label(level) + " is NULL");
+    }
+  }
+  if (a.dictionary != nullptr) {
+    fail(ErrorKind::Value,
+         array_label(level) + " has a dictionary, but its schema is not dictionary-encoded");
+  }
 }
 
 }  // namespace
@@ -191,73 +310,88 @@ std::string arrow_describe(const ArrowTypeInfo& t) {
   return t.n_sizes == 0 ? leaf : leaf + "[" + join(t.sizes, t.n_sizes) + "]";
 }
 
+namespace {
+
+// arrow.fixed_shape_tensor: a fixed-size list of K = prod(shape) values.
+void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
+  if (!starts_with(s.format, "+w:")) {
+    fail(ErrorKind::Value,
+         "arrow.fixed_shape_tensor storage must be a fixed-size list, got format " +
+             describe_format(s.format));
+  }
+  require_children(s, 0, 1);
+  const int64_t k = parse_list_size(s.format);
+  std::string_view json;
+  arrow_meta::lookup(s.metadata, arrow_meta::kExtensionMetadata, &json);
+  arrow_meta::TensorParams params;
+  arrow_meta::parse_tensor_json(json, &params);
+  int64_t product = 1;
+  for (int32_t i = 0; i < params.ndim; ++i) product = checked_mul(product, params.shape[i]);
+  if (product != k) {
+    fail(ErrorKind::Value, "arrow.fixed_shape_tensor shape [" + join(params.shape, params.ndim) +
+                               "] holds " + std::to_string(product) +
+                               " elements but its storage lists hold " + std::to_string(k));
+  }
+  const ArrowSchema& child = *s.children[0];
+  check_schema_node(child, 1);
+  const char* where = " inside arrow.fixed_shape_tensor";
+  parse_leaf(child, 1, inner_extension(child, 1, where), out, where);
+  out->tensor = true;
+  out->n_sizes = 1;
+  out->sizes[0] = k;
+  out->cell_ndim = params.ndim;
+  // Cells are stored C-ordered in the physical shape; logical dimension i
+  // is physical dimension perm[i].
+  int64_t phys_strides[arrow_meta::TensorParams::kMaxCellNdim];
+  set_dense_strides(params.shape, params.ndim, phys_strides);
+  for (int32_t i = 0; i < params.ndim; ++i) {
+    const int64_t p = params.permutation[i];
+    out->tensor_shape[i] = params.shape[i];
+    out->cell[i] = params.shape[p];
+    out->cell_strides[i] = phys_strides[p];
+  }
+}
+
+}  // namespace
+
 void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
   out->dtype = DLDataType{kDLUInt, 8, 1};
   out->bit_packed = out->bool8 = out->tensor = false;
   out->n_sizes = out->cell_ndim = 0;
-  check_live(s);
+  check_schema_node(s, 0);
   std::string_view ext;
-  const bool is_extension = extension_of(s, &ext);
-  if (is_extension && ext == arrow_meta::kFixedShapeTensor) {
-    if (!starts_with(s.format, "+w:") || s.n_children != 1 || s.children == nullptr) {
-      fail(ErrorKind::Value, std::string("arrow.fixed_shape_tensor storage must be a "
-                                         "fixed-size list, got format '") +
-                                 s.format + "'");
+  if (extension_of(s, &ext)) {
+    if (ext == arrow_meta::kFixedShapeTensor) {
+      parse_tensor(s, out);
+      return;
     }
-    const int64_t k = parse_list_size(s.format);
-    std::string_view json;
-    arrow_meta::lookup(s.metadata, arrow_meta::kExtensionMetadata, &json);
-    arrow_meta::TensorParams params;
-    arrow_meta::parse_tensor_json(json, &params);
-    int64_t product = 1;
-    for (int32_t i = 0; i < params.ndim; ++i) product = checked_mul(product, params.shape[i]);
-    if (product != k) {
-      fail(ErrorKind::Value, "arrow.fixed_shape_tensor shape [" + join(params.shape, params.ndim) +
-                                 "] holds " + std::to_string(product) +
-                                 " elements but its storage lists hold " + std::to_string(k));
+    if (ext != arrow_meta::kBool8) {
+      fail(ErrorKind::Type, "Arrow extension type '" + printable(ext) + "' (storage " +
+                                describe_format(s.format) +
+                                ") is not supported: dlpackarray reads arrow.fixed_shape_tensor "
+                                "and arrow.bool8");
     }
-    parse_leaf(*s.children[0], out, " inside arrow.fixed_shape_tensor");
-    out->tensor = true;
-    out->n_sizes = 1;
-    out->sizes[0] = k;
-    out->cell_ndim = params.ndim;
-    // Cells are stored C-ordered in the physical shape; logical dimension i
-    // is physical dimension perm[i].
-    int64_t phys_strides[arrow_meta::TensorParams::kMaxCellNdim];
-    set_dense_strides(params.shape, params.ndim, phys_strides);
-    for (int32_t i = 0; i < params.ndim; ++i) {
-      const int64_t p = params.permutation[i];
-      out->tensor_shape[i] = params.shape[i];
-      out->cell[i] = params.shape[p];
-      out->cell_strides[i] = phys_strides[p];
-    }
-    return;
   }
-  if (is_extension && ext != arrow_meta::kBool8) {
-    fail(ErrorKind::Type, "Arrow extension type '" + std::string(ext) + "' (storage " +
-                              describe_format(s.format) +
-                              ") is not supported: dlpackarray reads arrow.fixed_shape_tensor "
-                              "and arrow.bool8");
-  }
+  // Walk the chain of fixed-size lists down to the leaf; every node is
+  // checked before its format or children are read.
   const ArrowSchema* node = &s;
-  while (starts_with(node->format, "+w:")) {
-    if (node->n_children != 1 || node->children == nullptr) {
-      fail(ErrorKind::Value, "an Arrow fixed-size list schema must have exactly one child");
-    }
+  int32_t level = 0;
+  const char* where = "";
+  bool bool8 = inner_extension(*node, 0, where);
+  while (!bool8 && starts_with(node->format, "+w:")) {
+    require_children(*node, level, 1);
     if (out->n_sizes + 2 > kMaxNdim) {
       fail(ErrorKind::Value, "Arrow fixed-size lists nest deeper than the " +
                                  std::to_string(kMaxNdim) + " dimensions supported");
     }
     out->sizes[out->n_sizes++] = parse_list_size(node->format);
     node = node->children[0];
-    check_live(*node);
-    std::string_view inner_ext;
-    if (extension_of(*node, &inner_ext) && inner_ext != arrow_meta::kBool8) {
-      fail(ErrorKind::Type, "Arrow extension type '" + std::string(inner_ext) +
-                                "' inside a fixed-size list is not supported");
-    }
+    ++level;
+    where = " inside fixed-size lists";
+    check_schema_node(*node, level);
+    bool8 = inner_extension(*node, level, " inside a fixed-size list");
   }
-  parse_leaf(*node, out, out->n_sizes == 0 ? "" : " inside fixed-size lists");
+  parse_leaf(*node, level, bool8, out, where);
   out->cell_ndim = out->n_sizes;
   for (int32_t i = 0; i < out->n_sizes; ++i) out->cell[i] = out->sizes[i];
   set_dense_strides(out->cell, out->cell_ndim, out->cell_strides);
@@ -265,44 +399,41 @@ void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
 
 void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
                       ArrowBinding* out) {
-  if (a.release == nullptr) fail(ErrorKind::Value, "the Arrow array has already been released");
-  if (a.length < 0 || a.offset < 0) {
-    fail(ErrorKind::Value, "the Arrow array has a negative length or offset");
-  }
+  static constexpr const char* kListLayout =
+      "a fixed-size list array has 1 buffer (validity) and 1 child";
+  static constexpr const char* kLeafLayout =
+      "a primitive or boolean array has 2 buffers (validity, values) and no children";
   const ArrowArray* node = &a;
-  int64_t first = 0;  // first slot used, relative to node->offset
+  int32_t level = 0;
+  // The window of slots used at this level: [node->offset + first, ... + n).
+  // check_array_node bounds offset + length, and each child must hold its
+  // parent's window, so no sum below can overflow.
+  int64_t first = 0;
   int64_t n = a.length;
   int64_t row_elems = 1;
-  for (int32_t level = 0; level < t.n_sizes; ++level) {
-    if (node->n_buffers != 1 || node->n_children != 1 || node->children == nullptr ||
-        node->children[0] == nullptr) {
-      fail(ErrorKind::Value, "a fixed-size list Arrow array must have 1 buffer and 1 child");
-    }
-    check_nulls(*node, checked_add(node->offset, first), n, dev,
+  for (; level < t.n_sizes; ++level) {
+    check_array_node(*node, level, 1, 1, kListLayout);
+    check_nulls(*node, node->offset + first, n, dev,
                 level == 0 ? "the array" : "a nested list level");
     const ArrowArray* child = node->children[0];
-    if (child->offset < 0 || child->length < 0) {
-      fail(ErrorKind::Value, "a child Arrow array has a negative length or offset");
-    }
+    check_array_node(*child, level + 1, level + 1 < t.n_sizes ? 1 : 2,
+                     level + 1 < t.n_sizes ? 1 : 0,
+                     level + 1 < t.n_sizes ? kListLayout : kLeafLayout);
     const int64_t size = t.sizes[level];
     // Parent slot j covers child slots [j * size, (j + 1) * size).
-    first = checked_mul(checked_add(node->offset, first), size);
+    first = checked_mul(node->offset + first, size);
     n = checked_mul(n, size);
     row_elems = checked_mul(row_elems, size);
-    if (child->length < checked_add(first, n)) {
-      fail(ErrorKind::Value, "a child Arrow array has " + std::to_string(child->length) +
-                                 " slots but its parent needs " +
-                                 std::to_string(checked_add(first, n)));
+    const int64_t needed = checked_add(first, n);
+    if (child->length < needed) {
+      fail(ErrorKind::Value, array_label(level + 1) + " has " + std::to_string(child->length) +
+                                 " slots but its parent needs " + std::to_string(needed));
     }
     node = child;
   }
-  if (node->n_buffers != 2 || node->buffers == nullptr) {
-    fail(ErrorKind::Value,
-         "a primitive Arrow array must have 2 buffers, got " + std::to_string(node->n_buffers));
-  }
-  check_nulls(*node, checked_add(node->offset, first), n, dev,
-              t.n_sizes == 0 ? "the array" : "the values");
-  const int64_t start = checked_add(node->offset, first);
+  if (level == 0) check_array_node(*node, 0, 2, 0, kLeafLayout);
+  const int64_t start = node->offset + first;
+  check_nulls(*node, start, n, dev, t.n_sizes == 0 ? "the array" : "the values");
   const void* values = node->buffers[1];
   if (values == nullptr && n > 0) {
     fail(ErrorKind::Value,

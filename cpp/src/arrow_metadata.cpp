@@ -28,7 +28,36 @@ int32_t checked_length(size_t n) {
 
 [[noreturn]] void bad_json(std::string_view json, const char* why) {
   fail(ErrorKind::Value,
-       "malformed arrow.fixed_shape_tensor metadata '" + std::string(json) + "': " + why);
+       "malformed arrow.fixed_shape_tensor metadata '" + printable(json) + "': " + why);
+}
+
+// Length of the UTF-8 sequence at s[i] (1 to 4), or 0 when it is malformed.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;  // continuation byte, overlong lead (C0, C1) or past U+10FFFF
+  }
+  if (s.size() - i < n) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
 }
 
 // An integer array of at most `cap` stored entries; `count` goes on counting
@@ -172,6 +201,36 @@ class JsonReader {
 };
 
 }  // namespace
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string printable(std::string_view s, size_t max) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t i = 0;
+  while (i < s.size() && i < max) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = utf8_sequence(s, i);
+    if (n > 1 || (n == 1 && c >= 0x20 && c != 0x7F)) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
+  if (i < s.size()) out += "...";
+  return out;
+}
 
 std::string encode(const KeyValues& kv) {
   std::string out;

@@ -19,6 +19,16 @@ inline constexpr const char* kExtensionMetadata = "ARROW:extension:metadata";
 inline constexpr const char* kFixedShapeTensor = "arrow.fixed_shape_tensor";
 inline constexpr const char* kBool8 = "arrow.bool8";
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points past U+10FFFF): the C data interface says format and name strings
+// are UTF-8, and Python refuses to build a message out of anything else.
+bool valid_utf8(std::string_view s);
+
+// Producer text as error messages quote it: valid UTF-8 except control
+// characters is kept, every other byte is written \xNN, and text longer than
+// `max` bytes is cut with "...".  The result is always valid UTF-8.
+std::string printable(std::string_view s, size_t max = 80);
+
 // int32 count, then per pair int32 length + bytes of key and value, native
 // byte order, no terminators.
 std::string encode(const KeyValues& kv);

@@ -317,6 +317,19 @@ cdef str _stream_error(int rc, const char* message, str what):
     return f"the Arrow stream failed in {what} (error {rc}): {text}"
 
 
+cdef int _check_callbacks(bint get_schema, bint get_next, bint get_last_error,
+                          str method) except -1:
+    # Called once the stream is ours (moved out, its release non-NULL), so that
+    # refusing it still releases it, exactly once; nothing calls through NULL.
+    missing = [name for name, present in (("get_schema", get_schema), ("get_next", get_next),
+                                          ("get_last_error", get_last_error)) if not present]
+    if missing:
+        raise ValueError(
+            f"the Arrow stream from {method} has a NULL {' and '.join(missing)} callback; the "
+            "C stream interface requires get_schema, get_next, get_last_error and release")
+    return 0
+
+
 cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied, object copy):
     cdef ArrowTypeInfo info
     cdef vector[ArrowBinding] chunks
@@ -334,6 +347,8 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.dstream = (<ArrowDeviceArrayStream*>ptr)[0]
         (<ArrowDeviceArrayStream*>ptr).release = NULL
+        _check_callbacks(holder.dstream.get_schema != NULL, holder.dstream.get_next != NULL,
+                         holder.dstream.get_last_error != NULL, method)
         with nogil:
             rc = holder.dstream.get_schema(&holder.dstream, &schema.schema)
         if rc != 0:
@@ -345,11 +360,16 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.stream = (<ArrowArrayStream*>ptr)[0]
         (<ArrowArrayStream*>ptr).release = NULL
+        _check_callbacks(holder.stream.get_schema != NULL, holder.stream.get_next != NULL,
+                         holder.stream.get_last_error != NULL, method)
         with nogil:
             rc = holder.stream.get_schema(&holder.stream, &schema.schema)
         if rc != 0:
             raise BufferError(_stream_error(
                 rc, holder.stream.get_last_error(&holder.stream), "get_schema"))
+    if schema.schema.release == NULL:
+        raise ValueError(f"get_schema of the Arrow stream from {method} returned 0 (success) "
+                         "but no schema: its release callback is NULL")
     arrow_parse_schema(schema.schema, &info)
     schema = None
 
@@ -367,6 +387,12 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
                     rc, holder.dstream.get_last_error(&holder.dstream), "get_next"))
             if chunk.held.array.release == NULL:
                 break
+            if chunk.held.device_type != holder.dstream.device_type:
+                # C device stream interface: every chunk is on the stream's device type.
+                raise ValueError(
+                    f"the Arrow device stream from {method} announced device type "
+                    f"{holder.dstream.device_type} but get_next returned an array on device "
+                    f"type {chunk.held.device_type}")
             dev = _device(chunk.held.device_type, chunk.held.device_id)
             _wait_for_producer(&chunk.held, dev)
         else:

@@ -78,6 +78,7 @@ def layout(a) -> dict:
 
 
 def all_cases() -> dict[str, Case]:
+    import cases_arrow
     import cases_buffer
     import cases_dlpack
     import cases_interface
@@ -85,7 +86,15 @@ def all_cases() -> dict[str, Case]:
     import cases_struct
 
     table: dict[str, Case] = {}
-    for module in (cases_dlpack, cases_interface, cases_struct, cases_buffer, cases_protocols):
+    modules = (
+        cases_dlpack,
+        cases_interface,
+        cases_struct,
+        cases_buffer,
+        cases_protocols,
+        cases_arrow,
+    )
+    for module in modules:
         for case in module.cases():
             assert case.id not in table, f"duplicate case id {case.id}"
             table[case.id] = case
