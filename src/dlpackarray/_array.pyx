@@ -30,7 +30,8 @@ from dlpackarray._array_interface cimport (
 )
 from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
 from dlpackarray._arrow cimport (
-    export_arrow, export_arrow_schema, has_arrow_protocol, view_from_arrow,
+    arrow_path_first, export_arrow, export_arrow_schema, has_arrow_protocol,
+    raise_arrow_data_error, view_from_arrow,
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 from dlpackarray.abi cimport DLPackExchangeAPI
@@ -187,6 +188,10 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             self.owner = owner
             return _finish_capsule_import(self, owner, copy, device, copied)
     if type_has(t, "__dlpack__"):
+        if arrow_path_first(t):
+            # Arrow data is read as Arrow defines it, not as its __dlpack__ does.
+            self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+            return _finish_import(self, copy, device, copied)
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
@@ -205,7 +210,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                 return _finish_import(self, copy, device, False)
             # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
             # say why in our words (or unpack the booleans).
-            if dlpack_only or not _import_arrow_instead(self, obj, t, copy, device):
+            if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
                 raise refusal
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
@@ -299,11 +304,15 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
 
 
 cdef bint _import_arrow_instead(DLPackArray self, object obj, type t, object copy,
-                                object device) except -1:
+                                object device, bint dlpack_only) except -1:
     """Imports ``obj`` through Arrow after its ``__dlpack__`` refused; False
-    when it speaks no Arrow either, so the DLPack error stands."""
+    when it speaks no Arrow either, so the DLPack error stands.  A DLPack-only
+    consumer imports nothing, but Arrow's reason (nulls) replaces the refusal."""
     cdef bint copied = False
     if not has_arrow_protocol(t):
+        return False
+    if dlpack_only:
+        raise_arrow_data_error(obj)
         return False
     self.owner = view_from_arrow(obj, &self._view, &copied, copy)
     _finish_import(self, copy, device, copied)

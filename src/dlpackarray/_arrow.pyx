@@ -187,6 +187,73 @@ cdef bint has_arrow_protocol(type t):
     return False
 
 
+# pyarrow's array classes whose own __dlpack__ agrees with the Arrow
+# definition, checked route against route by tests/test_arrow_differential.py.
+cdef tuple _PYARROW_DLPACK_TRUSTED = ("IntegerArray", "FloatingPointArray")
+# type -> bool: arrow_path_first's answer, computed once per type.
+cdef dict _arrow_first_types = {}
+
+
+cdef bint _arrow_first_uncached(type t) except -1:
+    is_pyarrow_array = trusted = False
+    for base in t.__mro__:
+        if getattr(base, "__module__", None) != "pyarrow.lib":
+            continue
+        name = getattr(base, "__name__", None)
+        is_pyarrow_array = is_pyarrow_array or name == "Array"
+        trusted = trusted or name in _PYARROW_DLPACK_TRUSTED
+    return is_pyarrow_array and not trusted
+
+
+cdef bint arrow_path_first(type t) except -1:
+    """Whether an object of type ``t`` is read through its Arrow description
+    although it also has ``__dlpack__``.
+
+    A pyarrow array *is* Arrow data: its schema is the definition and its
+    ``__dlpack__`` only one reading of it.  pyarrow 26 reads tensor
+    extensions wrongly (the strides of permuted cells with three or more
+    dimensions) and exports nulls inside tensor cells silently
+    (docs/limitations.md), and refuses every other non-numeric array anyway.
+    Only its plain integer and floating-point arrays keep the (faster)
+    DLPack route, whose result the differential tests prove identical.
+    Other libraries' objects keep DLPack first: for an N-D object Arrow
+    sees a column of rows.  One type-cache probe for every type without
+    ``__arrow_c_array__``; a dict lookup for the others.
+    """
+    if not type_has(t, "__arrow_c_array__"):
+        return False
+    cached = _arrow_first_types.get(t)
+    if cached is None:
+        cached = _arrow_first_uncached(t)
+        _arrow_first_types[t] = cached
+    return cached is True
+
+
+cdef int raise_arrow_data_error(object obj) except -1:
+    """Raises the Arrow import's ValueError for ``obj`` (nulls, malformed
+    data) when it has one; returns 0 otherwise.
+
+    For a DLPack-only consumer whose producer also speaks Arrow and refused
+    DLPack: the refusal names the producer's reason (pyarrow: its own
+    "no nulls" TypeError), and nulls must get one error on every route.
+    ``copy=False`` keeps the probe from copying anything.
+    """
+    cdef TensorView probe
+    cdef bint copied = False
+    if not has_arrow_protocol(type(obj)):
+        return 0
+    error = None
+    try:
+        view_from_arrow(obj, &probe, &copied, False)
+    except ValueError as e:
+        error = e
+    except Exception:
+        return 0  # not Arrow data dlpackarray could read: the refusal stands
+    if error is not None:
+        raise error
+    return 0
+
+
 cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
     if not PyCapsule_IsValid(capsule, name):
         raise TypeError(f"{method} returned {_describe(capsule)}; expected an "
