@@ -50,10 +50,6 @@ namespace {
 alignas(64) const unsigned char kEmpty[64] = {};
 
 int64_t product(const int64_t* v, int32_t n, const char* what) {
-  // A zero extent makes the product 0, however large the other factors.
-  for (int32_t i = 0; i < n; ++i) {
-    if (v[i] == 0) return 0;
-  }
   int64_t p = 1;
   for (int32_t i = 0; i < n; ++i) {
     if (__builtin_mul_overflow(p, v[i], &p))
@@ -284,25 +280,20 @@ int device_stream_get_next(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
   });
 }
 
-// Arrow's fixed-size list_size is an int32 (format "+w:N"), and every level's
-// child array holds length * list_size slots, an int64.  Checked once, before
-// any struct or copy is made.
+// Arrow's fixed-size list_size is an int32 (format "+w:N"): checked before any
+// struct or copy is made.  (The child lengths, length * list sizes, are
+// prefix products of the shape, which validate() bounds by int64.)
 void check_list_sizes(const ArrowExport& ex, const TensorView& v) {
-  int64_t slots = ex.length;
   for (const int64_t size : ex.list_sizes) {
     if (size > INT32_MAX) {
       std::string shape;
       for (int32_t i = 0; i < v.ndim; ++i) shape += (i ? ", " : "") + std::to_string(v.shape[i]);
       fail(ErrorKind::Value,
-           "cannot export a tensor of shape (" + shape + ") to Arrow: " +
-               (ex.tensor ? "each row holds " : "a fixed-size list level holds ") +
+           "cannot export a tensor of shape (" + shape +
+               ") to Arrow: " + (ex.tensor ? "each row holds " : "a fixed-size list level holds ") +
                std::to_string(size) +
                " elements, and Arrow fixed-size lists hold at most 2**31 - 1 (their list_size "
                "is an int32); reshape it so that no row (or nested level) is that large");
-    }
-    if (__builtin_mul_overflow(slots, size, &slots)) {
-      fail(ErrorKind::Overflow,
-           "exporting this tensor to Arrow needs a child array of more than 2**63 - 1 slots");
     }
   }
 }

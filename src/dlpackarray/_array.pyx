@@ -883,6 +883,9 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
     ``max_version`` only, then with none, and whatever it could not take is
     applied here.  NumPy arrays of ``ml_dtypes`` bfloat16/float8, which
     NumPy refuses to export, are imported as :class:`DLPackArray` does.
+    pyarrow arrays other than plain integer and floating-point ones are read
+    through their Arrow capsules, which define them (docs/arrow.md,
+    "Precedence").
 
     Parameters
     ----------
@@ -906,6 +909,8 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
     BufferError
         If the producer cannot export the data as requested, or its dtype is
         one dlpackarray cannot hold (the message names it).
+    ValueError
+        If ``x`` is Arrow data with nulls (the message counts them).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     _import_into(a, x, copy, device, True, stream)

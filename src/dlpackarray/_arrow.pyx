@@ -344,7 +344,8 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     arrow_parse_schema(schema[0], &info)
     chunks.resize(1)
     arrow_bind_array(info, owner.held.array, dev, &chunks[0])
-    if not chunks[0].bit_packed:
+    # No row, no bit to unpack: as zero-copy as an empty stream.
+    if not chunks[0].bit_packed or chunks[0].view.shape[0] == 0:
         out[0] = chunks[0].view
         return owner
     return _concatenate(info, chunks, dev, out, copied, copy, "holds bit-packed booleans")
@@ -455,7 +456,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
         if chunks[i].view.shape[0] != 0:
             nonempty += 1
             only = i
-        bit_packed = bit_packed or chunks[i].bit_packed
+            bit_packed = bit_packed or chunks[i].bit_packed
     if chunks.size() > 0 and nonempty <= 1 and not bit_packed:
         out[0] = chunks[only].view
         return owners[only]
