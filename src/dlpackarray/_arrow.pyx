@@ -9,8 +9,9 @@ work; this module handles capsules, ownership and the Python-level rules.
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
 )
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uintptr_t
 from libcpp.vector cimport vector
 
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
@@ -190,11 +191,36 @@ cdef bint has_arrow_protocol(type t):
 # pyarrow's array classes whose own __dlpack__ agrees with the Arrow
 # definition, checked route against route by tests/test_arrow_differential.py.
 cdef tuple _PYARROW_DLPACK_TRUSTED = ("IntegerArray", "FloatingPointArray")
-# type -> bool: arrow_path_first's answer, computed once per type.
-cdef dict _arrow_first_types = {}
+
+cdef extern from *:
+    """
+    /* (type, version tag) names one state of a type (see _exchange.pyx); the
+       tag is 0 for types that cannot be cached. */
+    static inline unsigned int dla_arrow_type_version(PyTypeObject* t) {
+      return t->tp_version_tag;
+    }
+    #ifdef Py_GIL_DISABLED
+    #define DLA_ARROW_CACHE_TYPES 0
+    #else
+    #define DLA_ARROW_CACHE_TYPES 1
+    #endif
+    """
+    const bint DLA_ARROW_CACHE_TYPES
+    unsigned int dla_arrow_type_version(PyTypeObject* t)
+
+# Direct-mapped cache of arrow_path_first's answers, negative ones included:
+# on every DLPack import, so a C-level probe instead of a method-cache and a
+# dict lookup.
+cdef enum:
+    _FIRST_CACHE_SIZE = 64
+cdef PyTypeObject* _first_type[_FIRST_CACHE_SIZE]
+cdef unsigned int _first_version[_FIRST_CACHE_SIZE]
+cdef bint _first_answer[_FIRST_CACHE_SIZE]
 
 
 cdef bint _arrow_first_uncached(type t) except -1:
+    if not type_has(t, "__arrow_c_array__"):
+        return False
     is_pyarrow_array = trusted = False
     for base in t.__mro__:
         if getattr(base, "__module__", None) != "pyarrow.lib":
@@ -217,16 +243,21 @@ cdef bint arrow_path_first(type t) except -1:
     Only its plain integer and floating-point arrays keep the (faster)
     DLPack route, whose result the differential tests prove identical.
     Other libraries' objects keep DLPack first: for an N-D object Arrow
-    sees a column of rows.  One type-cache probe for every type without
-    ``__arrow_c_array__``; a dict lookup for the others.
+    sees a column of rows.  Decided once per type (state).
     """
-    if not type_has(t, "__arrow_c_array__"):
-        return False
-    cached = _arrow_first_types.get(t)
-    if cached is None:
-        cached = _arrow_first_uncached(t)
-        _arrow_first_types[t] = cached
-    return cached is True
+    cdef PyTypeObject* tp = <PyTypeObject*>t
+    cdef size_t slot = (<uintptr_t>tp >> 4) % _FIRST_CACHE_SIZE
+    cdef unsigned int version = dla_arrow_type_version(tp)
+    if (DLA_ARROW_CACHE_TYPES and version != 0 and _first_type[slot] == tp
+            and _first_version[slot] == version):
+        return _first_answer[slot]
+    cdef bint answer = _arrow_first_uncached(t)
+    version = dla_arrow_type_version(tp)  # type_has may have assigned one
+    if DLA_ARROW_CACHE_TYPES and version != 0:
+        _first_type[slot] = tp
+        _first_version[slot] = version
+        _first_answer[slot] = answer
+    return answer
 
 
 cdef int raise_arrow_data_error(object obj) except -1:
