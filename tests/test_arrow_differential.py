@@ -35,9 +35,9 @@ from dlpackarray import DLPackArray, from_dlpack
 
 pa = require("pyarrow", "the reference Arrow implementation and a producer of every Arrow kind")
 
-# Properties below import each example through ~10 routes: a tenth of the
+# Properties below import each example through ~10 routes: a twentieth of the
 # profile's examples keeps the suite's time in line with the other files.
-FEW = settings(max_examples=max(4, settings.default.max_examples // 10))
+FEW = settings(max_examples=max(4, settings.default.max_examples // 20))
 
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOATS = ["float16", "float32", "float64"]
@@ -442,7 +442,7 @@ def fixed_shape_tensors(draw, perm):
 
 
 @pytest.mark.parametrize("perm", ALL_PERMUTATIONS, ids=lambda p: "".join(map(str, p)))
-@settings(max_examples=max(3, settings.default.max_examples // 8))
+@settings(max_examples=max(3, settings.default.max_examples // 25))
 @given(data=st.data())
 def test_fixed_shape_tensor_every_route_follows_the_arrow_definition(perm, data):
     fst = data.draw(fixed_shape_tensors(perm))
