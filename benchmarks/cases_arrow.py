@@ -184,14 +184,14 @@ def cases() -> list[Case]:
                     Contender(
                         "floor: fst.__dlpack__",
                         "fst.__dlpack__(max_version=(1, 3))",
-                        "pyarrow's DLPack export alone, which DLPackArray(fst) calls (not a "
-                        "contender)",
+                        "pyarrow's DLPack export alone, which DLPackArray(fst) no longer "
+                        "calls: it misreads permuted cells (not a contender)",
                     ),
                     Contender(
                         "floor: fst.__arrow_c_array__",
                         "fst.__arrow_c_array__()",
-                        "pyarrow's Arrow export alone, which the Arrow route calls (not a "
-                        "contender)",
+                        "pyarrow's Arrow export alone, which both dlpackarray rows call (not "
+                        "a contender)",
                     ),
                 ],
                 anchor="pyarrow.to_numpy_ndarray",

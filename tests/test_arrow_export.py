@@ -27,6 +27,8 @@ from arrow_ctypes import (
     struct_of,
 )
 from conftest import assert_clean_exit, require, run_python
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
 
@@ -451,3 +453,52 @@ def test_release_after_interpreter_shutdown_does_not_crash():
         "dlpackarray._keep = keep\n"
     )
     assert_clean_exit(proc)
+
+
+@given(
+    st.lists(st.integers(0, 3), min_size=2, max_size=4).filter(lambda s: 0 in s),
+    st.data(),
+)
+def test_arrays_with_a_zero_extent_are_contiguous_whatever_their_strides(shape, data):
+    """No element, nothing misplaced: C- and F-contiguous as NumPy says, so
+    every protocol exports them as they are (issue 17, item 3)."""
+    strides = [data.draw(st.sampled_from([-16, 0, 8, 24, 800])) for _ in shape]
+    a = np.lib.stride_tricks.as_strided(np.zeros(4), shape, strides)
+    d = DLPackArray(a)
+    assert d.strides == tuple(s // 8 for s in strides)  # what the checks must see past
+    assert (d.c_contiguous, d.f_contiguous) == (a.flags.c_contiguous, a.flags.f_contiguous)
+    assert d.c_contiguous and d.f_contiguous
+    schema, array = d.__arrow_c_array__(copy=False)
+    out = pa.Array._import_from_c_capsule(schema, array)
+    assert len(out) == shape[0]
+    np.testing.assert_array_equal(np.asarray(DLPackArray(out)).reshape(shape), a)
+    nested = pa.list_(pa.float64(), 1)
+    for _ in shape[2:]:
+        nested = pa.list_(nested, 1)
+    d.__arrow_c_array__(requested_schema=nested.__arrow_c_schema__(), copy=False)
+    view = memoryview(d)
+    assert view.c_contiguous and view.f_contiguous and view.shape == tuple(shape)
+
+
+def test_rows_beyond_int32_list_sizes_are_refused():
+    """Arrow list sizes are int32: '+w:2147483648' is no format (issue 17,
+    item 7).  A broadcast view has the shape without the memory."""
+    big = DLPackArray(np.broadcast_to(np.zeros(1, np.int8), (1, 2**31)))
+    for export in (
+        big.__arrow_c_schema__,
+        big.__arrow_c_array__,
+        big.__arrow_c_stream__,
+        big.__arrow_c_device_array__,
+        lambda: big.__arrow_c_array__(copy=False),
+    ):
+        with pytest.raises(ValueError, match=r"2147483648 elements.*at most 2\*\*31 - 1"):
+            export()
+    nested = DLPackArray(np.broadcast_to(np.zeros(1, np.int8), (1, 2, 2**31)))
+    request = pa.list_(pa.list_(pa.int8(), 1), 1).__arrow_c_schema__()
+    with pytest.raises(ValueError, match="2147483648 elements"):
+        nested.__arrow_c_array__(requested_schema=request)
+    # The largest list size Arrow has is exported as one.
+    edge = DLPackArray(np.broadcast_to(np.zeros(1, np.int8), (1, 2**31 - 1)))
+    assert pa.DataType._import_from_c_capsule(edge.__arrow_c_schema__()).storage_type == (
+        pa.list_(pa.int8(), 2**31 - 1)
+    )

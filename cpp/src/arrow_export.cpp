@@ -280,6 +280,24 @@ int device_stream_get_next(ArrowDeviceArrayStream* s, ArrowDeviceArray* out) {
   });
 }
 
+// Arrow's fixed-size list_size is an int32 (format "+w:N"): checked before any
+// struct or copy is made.  (The child lengths, length * list sizes, are
+// prefix products of the shape, which validate() bounds by int64.)
+void check_list_sizes(const ArrowExport& ex, const TensorView& v) {
+  for (const int64_t size : ex.list_sizes) {
+    if (size > INT32_MAX) {
+      std::string shape;
+      for (int32_t i = 0; i < v.ndim; ++i) shape += (i ? ", " : "") + std::to_string(v.shape[i]);
+      fail(ErrorKind::Value,
+           "cannot export a tensor of shape (" + shape +
+               ") to Arrow: " + (ex.tensor ? "each row holds " : "a fixed-size list level holds ") +
+               std::to_string(size) +
+               " elements, and Arrow fixed-size lists hold at most 2**31 - 1 (their list_size "
+               "is an int32); reshape it so that no row (or nested level) is that large");
+    }
+  }
+}
+
 std::string no_arrow_type(DLDataType dt) {
   return "dtype " + dtype_name(dt) +
          " has no Arrow equivalent: Arrow carries bool, int8-64, uint8-64 and float16/32/64 "
@@ -384,6 +402,7 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
       }
     }
   }
+  check_list_sizes(*ex, v);
   if (!dense && opts.copy == 0) {
     fail(ErrorKind::Buffer,
          "exporting this tensor to Arrow needs a copy (its strides have gaps, are negative or "

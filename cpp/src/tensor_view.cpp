@@ -188,10 +188,13 @@ int64_t view_nbytes(const TensorView& v) {
   return n;
 }
 
+// An array with a zero extent has no element to misplace: it is contiguous
+// in both orders whatever its strides (as NumPy flags it).  That must be
+// decided before any stride is looked at.
 bool is_c_contiguous(const TensorView& v) {
+  if (has_zero_extent(v)) return true;
   int64_t expected = 1;
   for (int32_t i = v.ndim - 1; i >= 0; --i) {
-    if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
     // Only a shape validate() refuses overflows here.
     if (__builtin_mul_overflow(expected, v.shape[i], &expected)) return false;
@@ -200,9 +203,9 @@ bool is_c_contiguous(const TensorView& v) {
 }
 
 bool is_f_contiguous(const TensorView& v) {
+  if (has_zero_extent(v)) return true;
   int64_t expected = 1;
   for (int32_t i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
     // Only a shape validate() refuses overflows here.
     if (__builtin_mul_overflow(expected, v.shape[i], &expected)) return false;

@@ -30,7 +30,8 @@ from dlpackarray._array_interface cimport (
 )
 from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
 from dlpackarray._arrow cimport (
-    export_arrow, export_arrow_schema, has_arrow_protocol, view_from_arrow,
+    arrow_path_first, export_arrow, export_arrow_schema, has_arrow_protocol,
+    raise_arrow_data_error, view_from_arrow,
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 from dlpackarray.abi cimport DLPackExchangeAPI
@@ -179,6 +180,10 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             self.owner = owner
             return _finish_capsule_import(self, owner, copy, device, copied)
     if type_has(t, "__dlpack__"):
+        if arrow_path_first(t):
+            # Arrow data is read as Arrow defines it, not as its __dlpack__ does.
+            self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+            return _finish_import(self, copy, device, copied)
         dl_device = None
         if device is not None:
             dl_device = device_tuple(parse_device(device))
@@ -197,7 +202,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                 return _finish_import(self, copy, device, False)
             # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
             # say why in our words (or unpack the booleans).
-            if dlpack_only or not _import_arrow_instead(self, obj, t, copy, device):
+            if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
                 raise refusal
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
@@ -291,11 +296,15 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
 
 
 cdef bint _import_arrow_instead(DLPackArray self, object obj, type t, object copy,
-                                object device) except -1:
+                                object device, bint dlpack_only) except -1:
     """Imports ``obj`` through Arrow after its ``__dlpack__`` refused; False
-    when it speaks no Arrow either, so the DLPack error stands."""
+    when it speaks no Arrow either, so the DLPack error stands.  A DLPack-only
+    consumer imports nothing, but Arrow's reason (nulls) replaces the refusal."""
     cdef bint copied = False
     if not has_arrow_protocol(t):
+        return False
+    if dlpack_only:
+        raise_arrow_data_error(obj)
         return False
     self.owner = view_from_arrow(obj, &self._view, &copied, copy)
     _finish_import(self, copy, device, copied)
@@ -900,6 +909,9 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
     ``max_version`` only, then with none, and whatever it could not take is
     applied here.  NumPy arrays of ``ml_dtypes`` bfloat16/float8, which
     NumPy refuses to export, are imported as :class:`DLPackArray` does.
+    pyarrow arrays other than plain integer and floating-point ones are read
+    through their Arrow capsules, which define them (docs/arrow.md,
+    "Precedence").
 
     Parameters
     ----------
@@ -923,6 +935,8 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
     BufferError
         If the producer cannot export the data as requested, or its dtype is
         one dlpackarray cannot hold (the message names it).
+    ValueError
+        If ``x`` is Arrow data with nulls (the message counts them).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     a._state = kInitialising

@@ -127,6 +127,10 @@ cdef extern from "dlpackarray/python_arrow_shim.hpp" namespace "dla::py":
 # returns the owner of the memory; `copied` says the data was concatenated or
 # unpacked into a fresh copy.
 cdef bint has_arrow_protocol(type t)
+# Arrow data whose __dlpack__ is not trusted: take the Arrow path first.
+cdef bint arrow_path_first(type t) except -1
+# The Arrow import's ValueError for obj (nulls), if any: for DLPack refusals.
+cdef int raise_arrow_data_error(object obj) except -1
 cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object copy)
 
 # Export of a view whose memory `owner` keeps alive.

@@ -9,8 +9,9 @@ work; this module handles capsules, ownership and the Python-level rules.
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
 )
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uintptr_t
 from libcpp.vector cimport vector
 
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
@@ -187,6 +188,103 @@ cdef bint has_arrow_protocol(type t):
     return False
 
 
+# pyarrow's array classes whose own __dlpack__ agrees with the Arrow
+# definition, checked route against route by tests/test_arrow_differential.py.
+cdef tuple _PYARROW_DLPACK_TRUSTED = ("IntegerArray", "FloatingPointArray")
+
+cdef extern from *:
+    """
+    /* (type, version tag) names one state of a type (see _exchange.pyx); the
+       tag is 0 for types that cannot be cached. */
+    static inline unsigned int dla_arrow_type_version(PyTypeObject* t) {
+      return t->tp_version_tag;
+    }
+    #ifdef Py_GIL_DISABLED
+    #define DLA_ARROW_CACHE_TYPES 0
+    #else
+    #define DLA_ARROW_CACHE_TYPES 1
+    #endif
+    """
+    const bint DLA_ARROW_CACHE_TYPES
+    unsigned int dla_arrow_type_version(PyTypeObject* t)
+
+# Direct-mapped cache of arrow_path_first's answers, negative ones included:
+# on every DLPack import, so a C-level probe instead of a method-cache and a
+# dict lookup.
+cdef enum:
+    _FIRST_CACHE_SIZE = 64
+cdef PyTypeObject* _first_type[_FIRST_CACHE_SIZE]
+cdef unsigned int _first_version[_FIRST_CACHE_SIZE]
+cdef bint _first_answer[_FIRST_CACHE_SIZE]
+
+
+cdef bint _arrow_first_uncached(type t) except -1:
+    if not type_has(t, "__arrow_c_array__"):
+        return False
+    is_pyarrow_array = trusted = False
+    for base in t.__mro__:
+        if getattr(base, "__module__", None) != "pyarrow.lib":
+            continue
+        name = getattr(base, "__name__", None)
+        is_pyarrow_array = is_pyarrow_array or name == "Array"
+        trusted = trusted or name in _PYARROW_DLPACK_TRUSTED
+    return is_pyarrow_array and not trusted
+
+
+cdef bint arrow_path_first(type t) except -1:
+    """Whether an object of type ``t`` is read through its Arrow description
+    although it also has ``__dlpack__``.
+
+    A pyarrow array *is* Arrow data: its schema is the definition and its
+    ``__dlpack__`` only one reading of it.  pyarrow 26 reads tensor
+    extensions wrongly (the strides of permuted cells with three or more
+    dimensions) and exports nulls inside tensor cells silently
+    (docs/limitations.md), and refuses every other non-numeric array anyway.
+    Only its plain integer and floating-point arrays keep the (faster)
+    DLPack route, whose result the differential tests prove identical.
+    Other libraries' objects keep DLPack first: for an N-D object Arrow
+    sees a column of rows.  Decided once per type (state).
+    """
+    cdef PyTypeObject* tp = <PyTypeObject*>t
+    cdef size_t slot = (<uintptr_t>tp >> 4) % _FIRST_CACHE_SIZE
+    cdef unsigned int version = dla_arrow_type_version(tp)
+    if (DLA_ARROW_CACHE_TYPES and version != 0 and _first_type[slot] == tp
+            and _first_version[slot] == version):
+        return _first_answer[slot]
+    cdef bint answer = _arrow_first_uncached(t)
+    version = dla_arrow_type_version(tp)  # type_has may have assigned one
+    if DLA_ARROW_CACHE_TYPES and version != 0:
+        _first_type[slot] = tp
+        _first_version[slot] = version
+        _first_answer[slot] = answer
+    return answer
+
+
+cdef int raise_arrow_data_error(object obj) except -1:
+    """Raises the Arrow import's ValueError for ``obj`` (nulls, malformed
+    data) when it has one; returns 0 otherwise.
+
+    For a DLPack-only consumer whose producer also speaks Arrow and refused
+    DLPack: the refusal names the producer's reason (pyarrow: its own
+    "no nulls" TypeError), and nulls must get one error on every route.
+    ``copy=False`` keeps the probe from copying anything.
+    """
+    cdef TensorView probe
+    cdef bint copied = False
+    if not has_arrow_protocol(type(obj)):
+        return 0
+    error = None
+    try:
+        view_from_arrow(obj, &probe, &copied, False)
+    except ValueError as e:
+        error = e
+    except Exception:
+        return 0  # not Arrow data dlpackarray could read: the refusal stands
+    if error is not None:
+        raise error
+    return 0
+
+
 cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
     if not PyCapsule_IsValid(capsule, name):
         raise TypeError(f"{method} returned {_describe(capsule)}; expected an "
@@ -277,7 +375,8 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     arrow_parse_schema(schema[0], &info)
     chunks.resize(1)
     arrow_bind_array(info, owner.held.array, dev, &chunks[0])
-    if not chunks[0].bit_packed:
+    # No row, no bit to unpack: as zero-copy as an empty stream.
+    if not chunks[0].bit_packed or chunks[0].view.shape[0] == 0:
         out[0] = chunks[0].view
         return owner
     return _concatenate(info, chunks, dev, out, copied, copy, "holds bit-packed booleans")
@@ -414,7 +513,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
         if chunks[i].view.shape[0] != 0:
             nonempty += 1
             only = i
-        bit_packed = bit_packed or chunks[i].bit_packed
+            bit_packed = bit_packed or chunks[i].bit_packed
     if chunks.size() > 0 and nonempty <= 1 and not bit_packed:
         out[0] = chunks[only].view
         return owners[only]
