@@ -24,8 +24,9 @@ bool same_stream(void* a, void* b) noexcept;
 void order_streams(int device_id, void* ready, void* consumer);
 
 // Blocks the host until v's data is ready (cuStreamSynchronize on its ready
-// stream, in that stream's context, the GIL released).  For a view with no ready stream, in a process where the driver
-// cannot be loaded, nothing can be pending and nothing happens.
+// stream, in that stream's context, the GIL released).  For a view with no
+// ready stream, in a process where the driver cannot be loaded, nothing can
+// be pending and nothing happens.
 void synchronize_for_host(const TensorView& v);
 
 // Copies device data (v.device CUDA-family; validated) into `dst`, host
@@ -53,9 +54,10 @@ void copy_bytes_to_host(DLDevice d, const void* src, int64_t nbytes, void* dst);
 
 // A new event (DISABLE_TIMING) recorded on `ready` (a ready token: NULL is
 // the legacy default stream of device `device_id`) in that stream's context,
-// for a consumer to wait on (cuStreamWaitEvent accepts it from any context).  Returns NULL when nothing can be pending: a NULL token in a
-// process where the driver cannot be loaded (as synchronize_for_host).
-// Destroy with destroy_event().
+// for a consumer to wait on (cuStreamWaitEvent accepts it from any context).
+// Returns NULL when nothing can be pending: a NULL token in a process where
+// the driver cannot be loaded (as synchronize_for_host).  Destroy with
+// destroy_event().
 CUevent record_ready_event(int device_id, void* ready);
 
 // Destroys an event from record_ready_event() (NULL: nothing).  Never throws
