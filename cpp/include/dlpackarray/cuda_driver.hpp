@@ -90,6 +90,7 @@ struct DriverTable {
   CUresult (*cuEventDestroy_v2)(CUevent event);
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuCtxSynchronize)();
   CUresult (*cuMemcpy2DAsync_v2)(const Memcpy2D* copy, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
@@ -183,7 +184,7 @@ class ContextScope {
   ContextScope& operator=(const ContextScope&) = delete;
 
  private:
-  bool pushed_ = false;
+  CUresult (*pop_)(CUcontext* ctx) = nullptr;  // set once pushed
 };
 
 // Makes the primary context of device `ordinal` current for one scope.
