@@ -68,7 +68,9 @@ def run_scenario(name: str, driver) -> None:
 def _fake():
     from fake_cuda import FakeCuda
 
-    return FakeCuda(os.environ["DLPACKARRAY_CUDA_DRIVER"])
+    f = FakeCuda(os.environ["DLPACKARRAY_CUDA_DRIVER"])
+    f.standard_streams()  # the stream handles written literally below, on device 0
+    return f
 
 
 def _fields(line: str) -> dict[str, str]:
@@ -232,14 +234,15 @@ def _schema(dtype="float32", cell=()):
 
 
 def scenario_export_device_array():
-    from fake_cuda import KIND_HOST, KIND_MANAGED, cai
+    from fake_cuda import COPY_CALLS, KIND_HOST, KIND_MANAGED, cai
 
     from dlpackarray import DLPackArray
 
     f = _fake()
     src = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     p = f.device_array(src, device=1)
-    obj = cai(p, src.shape, stream=0x5000)
+    f.stream(0x5100, device=1)  # the producer's stream, on the data's device
+    obj = cai(p, src.shape, stream=0x5100)
     owner = weakref.ref(obj)
     x = DLPackArray(obj)
     del obj
@@ -253,8 +256,8 @@ def scenario_export_device_array():
     ev = _event(d)
     # One event, made in device 1's context and recorded on the ready stream.
     assert f.calls("cuEventCreate") == [f"cuEventCreate ev={ev:#x} flags=2 dev=1"], f.log()
-    assert f.calls("cuEventRecord") == [f"cuEventRecord ev={ev:#x} stream=0x5000"], f.log()
-    assert not f.calls("cuMemAlloc", "cuMemcpy2DAsync", "cuStreamSynchronize", "cuEventDestroy")
+    assert f.calls("cuEventRecord") == [f"cuEventRecord ev={ev:#x} stream=0x5100"], f.log()
+    assert not f.calls("cuMemAlloc", *COPY_CALLS, "cuStreamSynchronize", "cuEventDestroy")
     assert f.live_events() == live + 1
     # Zero-copy: the structs keep the memory's owner alive (as on the CPU path).
     del x
@@ -268,7 +271,7 @@ def scenario_export_device_array():
 
     # A consumer that moves the struct out releases it once; the capsule then
     # destroys nothing more.
-    x = DLPackArray(cai(p, src.shape, stream=0x5000))
+    x = DLPackArray(cai(p, src.shape, stream=0x5100))
     schema, array = x.__arrow_c_device_array__()
     moved = _move(array)
     ev = _event(moved)
@@ -402,7 +405,7 @@ def scenario_cpu_methods_on_pinned_and_managed_memory_synchronise():
 
 def scenario_copies_stay_on_the_device():
     import pyarrow as pa
-    from fake_cuda import KIND_HOST, cai
+    from fake_cuda import COPY_CALLS, KIND_HOST, cai
 
     from dlpackarray import DLPackArray
 
@@ -421,7 +424,7 @@ def scenario_copies_stay_on_the_device():
     q = _values(d)
     assert (d.device_type, d.device_id) == (CUDA, 0) and q != p
     assert f.live_allocations() == allocations + 1
-    names = [n for n in _names(f) if n in ("cuMemAlloc", "cuMemcpy2DAsync", "cuEventRecord")]
+    names = [n for n in _names(f) if n in ("cuMemAlloc", *COPY_CALLS, "cuEventRecord")]
     # Allocate, copy on the ready stream, then record the event after the copy.
     assert names[0] == "cuMemAlloc" and names[-1] == "cuEventRecord", f.log()
     assert set(names[1:-1]) == {"cuMemcpy2DAsync"}, f.log()
@@ -429,6 +432,8 @@ def scenario_copies_stay_on_the_device():
         assert _fields(line)["dst"] == "device" and _fields(line)["stream"] == "0x5000", line
     assert _fields(f.calls("cuEventRecord")[0])["stream"] == "0x5000"
     assert not f.calls("cuStreamSynchronize"), "a device copy never waits on the host"
+    # The copy lands once its event has fired: a consumer waits on it first.
+    assert f.lib.cuEventSynchronize(ctypes.c_void_p(_event(d))) == 0
     assert f.read(q, src[:, ::2].nbytes) == np.ascontiguousarray(src[:, ::2]).tobytes()
     meta = metadata_dict(struct_of(schema, ArrowSchema))
     assert meta[b"ARROW:extension:metadata"] == b'{"shape":[3]}'
@@ -604,7 +609,7 @@ def scenario_import_waits_on_the_sync_event():
         else:
             raise AssertionError("nulls on the device were not seen")
         names = _names(f)
-        assert names.index("cuEventSynchronize") < names.index("cuMemcpy2DAsync"), f.log()
+        assert names.index("cuEventSynchronize") < names.index("cuMemcpyDtoHAsync"), f.log()
         gc.collect()
         assert hb.released == 1
     # A null outside the window does not count.
