@@ -572,8 +572,8 @@ def scenario_import_waits_on_the_sync_event():
     assert calls == ["cuCtxPushCurrent dev=1", f"cuEventSynchronize ev={ev:#x}", "cuCtxPopCurrent"]
     assert y.device == (CUDA, 1) and y.data_ptr == p and y.shape == (8,) and y.readonly
     assert hb.struct.array.release is None and hb.released == 0  # moved out, held
-    # Nothing is pending after the wait: the view's ready token is the default.
-    assert y.__cuda_array_interface__["stream"] == 1
+    # Nothing is pending after the wait: no stream for consumers to wait on.
+    assert y.__cuda_array_interface__["stream"] is None
     np.testing.assert_array_equal(_host(y), src)
     del y
     gc.collect()

@@ -63,6 +63,7 @@ void load_locked() {
     bind(handle, "cuEventDestroy_v2", t.cuEventDestroy_v2, true);
     bind(handle, "cuEventSynchronize", t.cuEventSynchronize, true);
     bind(handle, "cuStreamSynchronize", t.cuStreamSynchronize, true);
+    bind(handle, "cuCtxSynchronize", t.cuCtxSynchronize, true);
     bind(handle, "cuMemcpy2DAsync_v2", t.cuMemcpy2DAsync_v2, true);
     bind(handle, "cuMemAlloc_v2", t.cuMemAlloc_v2, true);
     bind(handle, "cuMemFree_v2", t.cuMemFree_v2, true);

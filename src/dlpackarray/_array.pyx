@@ -36,8 +36,9 @@ from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth
 from dlpackarray.abi cimport DLPackExchangeAPI
 from dlpackarray._exchange cimport exchange_api_of, view_from_exchange
 from dlpackarray._cuda cimport (
-    adopt_consumer_stream, consumer_stream_argument, export_cuda_array_interface, set_ready_stream,
-    synchronize_for_host_read, view_from_cuda_array_interface,
+    adopt_consumer_stream, export_cuda_array_interface, producer_stream_argument,
+    ready_after_bare_capsule, ready_after_request, synchronize_for_host_read,
+    view_from_cuda_array_interface,
 )
 
 from dlpackarray._devices import DLDeviceType
@@ -172,6 +173,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         return _finish_import(self, copy, device, False)
     if PyCapsule_CheckExact(obj):
         self.owner = view_from_capsule(obj, &self._view, &copied)
+        ready_after_bare_capsule(&self._view)  # CUDA hook: no stream known
         return _finish_capsule_import(self, obj, copy, device, False)
     if not dlpack_only and _is_buffer_only_type(t):
         self.owner = view_from_buffer(obj, &self._view)
@@ -191,9 +193,10 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         if device is not None:
             dl_device = device_tuple(parse_device(device))
         refusal = None
-        # CUDA hook: the consumer stream goes to the producer as the spec's
-        # table says for the device it reports (docs/cuda.md).
-        stream_arg = None if stream is None else consumer_stream_argument(obj, stream)
+        # CUDA hook: a CUDA producer is asked with a stream even when none
+        # was given, so its pending work is ordered (docs/cuda.md).
+        stream_arg = producer_stream_argument(obj, stream, dl_device,
+                                              <object>t is _NDARRAY_TYPE)
         try:
             capsule = request_capsule(obj, dl_device, copy, stream_arg)
         except (BufferError, TypeError) as e:
@@ -209,8 +212,12 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                 raise refusal
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
-        if stream_arg is not None:
-            set_ready_stream(&self._view, stream_arg)
+        try:
+            ready_after_request(&self._view, stream_arg)
+        except BaseException:
+            self.owner = None
+            release_adopted(capsule)
+            raise
         return _finish_capsule_import(self, capsule, copy, device, copied)
     if dlpack_only:
         raise AttributeError(

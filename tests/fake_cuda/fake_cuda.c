@@ -282,6 +282,13 @@ CUresult cuStreamSynchronize(void* stream) {
   return 0;
 }
 
+CUresult cuCtxSynchronize(void) {
+  FAIL_IF_ASKED("cuCtxSynchronize");
+  if (current_device() < 0) return 201;
+  logf_("cuCtxSynchronize dev=%d", current_device());
+  return 0;
+}
+
 typedef struct {
   size_t srcXInBytes, srcY;
   int srcMemoryType;

@@ -86,6 +86,7 @@ struct DriverTable {
   CUresult (*cuEventDestroy_v2)(CUevent event);
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuCtxSynchronize)();
   CUresult (*cuMemcpy2DAsync_v2)(const Memcpy2D* copy, CUstream stream);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t bytes);
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
