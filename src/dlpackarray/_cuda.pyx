@@ -229,8 +229,10 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     d.device_type = <DLDeviceType><int>device[0]
     d.device_id = <int>device[1]
     _check_stream_value(d, stream)
-    if not is_cuda_family(d):
+    if d.device_type == kDLCPU:
         return None
+    if not is_cuda_family(d):
+        return stream  # another runtime's streams: the consumer's value as given
     if stream is not None and stream == -1:
         return -1
     if d.device_type == kDLCUDAHost:
