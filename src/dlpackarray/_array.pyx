@@ -362,8 +362,9 @@ cdef class DLPackArray:
         in ``__dlpack__`` after its ``__dlpack_device__`` was asked; for other
         sources (CUDA array interface, capsules, DLPackArrays) dlpackarray
         orders it after the data's ready stream itself.  Either way the data
-        is then ready on that stream.  ``None``: the producer is asked with
-        no stream.
+        is then ready on that stream.  ``None``: a CUDA producer is asked
+        with the legacy stream (1).  Every value, per device type:
+        docs/cuda.md, "Stream rules".
 
     Notes
     -----
@@ -759,7 +760,8 @@ cdef class DLPackArray:
         """dict: Numba's CUDA array interface, version 3 (CUDA memory only).
 
         ``stream`` is the stream the data is ready on (1 for the legacy
-        default stream).  Raises :class:`AttributeError` for other devices.
+        default stream), or None when nothing is pending.  Raises
+        :class:`AttributeError` for other devices.
         """
         return export_cuda_array_interface(&self._view, self.shape)
 
