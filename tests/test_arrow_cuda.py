@@ -68,7 +68,9 @@ def run_scenario(name: str, driver) -> None:
 def _fake():
     from fake_cuda import FakeCuda
 
-    return FakeCuda(os.environ["DLPACKARRAY_CUDA_DRIVER"])
+    f = FakeCuda(os.environ["DLPACKARRAY_CUDA_DRIVER"])
+    f.standard_streams()  # the stream handles written literally below, on device 0
+    return f
 
 
 def _fields(line: str) -> dict[str, str]:
@@ -239,7 +241,8 @@ def scenario_export_device_array():
     f = _fake()
     src = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     p = f.device_array(src, device=1)
-    obj = cai(p, src.shape, stream=0x5000)
+    f.stream(0x5100, device=1)  # the producer's stream, on the data's device
+    obj = cai(p, src.shape, stream=0x5100)
     owner = weakref.ref(obj)
     x = DLPackArray(obj)
     del obj
@@ -253,7 +256,7 @@ def scenario_export_device_array():
     ev = _event(d)
     # One event, made in device 1's context and recorded on the ready stream.
     assert f.calls("cuEventCreate") == [f"cuEventCreate ev={ev:#x} flags=2 dev=1"], f.log()
-    assert f.calls("cuEventRecord") == [f"cuEventRecord ev={ev:#x} stream=0x5000"], f.log()
+    assert f.calls("cuEventRecord") == [f"cuEventRecord ev={ev:#x} stream=0x5100"], f.log()
     assert not f.calls("cuMemAlloc", "cuMemcpy2DAsync", "cuStreamSynchronize", "cuEventDestroy")
     assert f.live_events() == live + 1
     # Zero-copy: the structs keep the memory's owner alive (as on the CPU path).
@@ -268,7 +271,7 @@ def scenario_export_device_array():
 
     # A consumer that moves the struct out releases it once; the capsule then
     # destroys nothing more.
-    x = DLPackArray(cai(p, src.shape, stream=0x5000))
+    x = DLPackArray(cai(p, src.shape, stream=0x5100))
     schema, array = x.__arrow_c_device_array__()
     moved = _move(array)
     ev = _event(moved)
@@ -429,6 +432,8 @@ def scenario_copies_stay_on_the_device():
         assert _fields(line)["dst"] == "device" and _fields(line)["stream"] == "0x5000", line
     assert _fields(f.calls("cuEventRecord")[0])["stream"] == "0x5000"
     assert not f.calls("cuStreamSynchronize"), "a device copy never waits on the host"
+    # The copy lands once its event has fired: a consumer waits on it first.
+    assert f.lib.cuEventSynchronize(ctypes.c_void_p(_event(d))) == 0
     assert f.read(q, src[:, ::2].nbytes) == np.ascontiguousarray(src[:, ::2]).tobytes()
     meta = metadata_dict(struct_of(schema, ArrowSchema))
     assert meta[b"ARROW:extension:metadata"] == b'{"shape":[3]}'
@@ -604,7 +609,7 @@ def scenario_import_waits_on_the_sync_event():
         else:
             raise AssertionError("nulls on the device were not seen")
         names = _names(f)
-        assert names.index("cuEventSynchronize") < names.index("cuMemcpy2DAsync"), f.log()
+        assert names.index("cuEventSynchronize") < names.index("cuMemcpyDtoHAsync"), f.log()
         gc.collect()
         assert hb.released == 1
     # A null outside the window does not count.

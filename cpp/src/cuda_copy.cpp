@@ -1,5 +1,7 @@
 // Device-to-host and device-to-device copies of strided CUDA views, as a
-// sequence of 2-D driver copies (cuMemcpy2DAsync) on the data's ready stream.
+// sequence of driver copies on the data's ready stream: 2-D copies
+// (cuMemcpy2DAsync) where the pitches are within the device's limit, 1-D
+// copies (cuMemcpyDtoHAsync / cuMemcpyDtoDAsync, no pitch) for single rows.
 #include <cstdint>
 #include <vector>
 
@@ -9,10 +11,6 @@
 
 namespace dla::cuda {
 namespace {
-
-// cuMemcpy2D refuses pitches beyond the device's limit (2**31 - 1 or less
-// on current GPUs); larger strides are copied one row at a time instead.
-constexpr int64_t kMaxPitch = (int64_t{1} << 31) - 1;
 
 struct Dim {
   int64_t n;
@@ -26,8 +24,12 @@ struct Block {
 };
 
 // Splits the view into outer dimensions and one 2-D block shape such that
-// the blocks, visited in C order, are the elements in C order.
-void plan(const TensorView& v, std::vector<Dim>& outer, Block& block) {
+// the blocks, visited in C order, are the elements in C order.  cuMemcpy2D
+// refuses any pitch beyond the device's CU_DEVICE_ATTRIBUTE_MAX_PITCH
+// (2**31 - 1 on current GPUs), the destination's (the block's width)
+// included: a block of more rows is planned only when both pitches fit, else
+// every row is its own 1-D copy, however wide.
+void plan(const TensorView& v, int64_t max_pitch, std::vector<Dim>& outer, Block& block) {
   const int64_t item = dtype_itemsize(v.dtype);
   std::vector<Dim> dims;
   for (int32_t i = 0; i < v.ndim; ++i) {
@@ -45,12 +47,13 @@ void plan(const TensorView& v, std::vector<Dim>& outer, Block& block) {
   if (dims.back().stride == item) {
     block.width = dims.back().n * item;
     dims.pop_back();
-    if (!dims.empty() && dims.back().stride >= block.width && dims.back().stride <= kMaxPitch) {
+    if (!dims.empty() && block.width <= max_pitch && dims.back().stride >= block.width &&
+        dims.back().stride <= max_pitch) {
       block.height = dims.back().n;
       block.pitch = dims.back().stride;
       dims.pop_back();
     }
-  } else if (dims.back().stride >= item && dims.back().stride <= kMaxPitch) {
+  } else if (item <= max_pitch && dims.back().stride >= item && dims.back().stride <= max_pitch) {
     block.height = dims.back().n;
     block.pitch = dims.back().stride;
     dims.pop_back();
@@ -84,17 +87,30 @@ void for_each_block(const std::vector<Dim>& outer, const Block& block, Emit emit
   }
 }
 
+// Enqueues the copies on src's ready stream; its context must be current.
 void copy_blocks(const TensorView& src, bool to_device, void* dst_host, CUdeviceptr dst_device) {
   const DriverTable& t = driver();
   std::vector<Dim> outer;
   Block block{};
-  plan(src, outer, block);
+  plan(src, max_copy_pitch(src.device.device_id), outer, block);
   auto base = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src.data) + src.byte_offset);
   auto stream = static_cast<CUstream>(src.ready_stream);
   for_each_block(outer, block, [&](int64_t s, int64_t d) {
+    const CUdeviceptr from = base + static_cast<CUdeviceptr>(s);
+    const auto width = static_cast<size_t>(block.width);
+    if (block.height == 1) {
+      if (to_device) {
+        check(t.cuMemcpyDtoDAsync_v2(dst_device + static_cast<CUdeviceptr>(d), from, width, stream),
+              "cuMemcpyDtoDAsync");
+      } else {
+        check(t.cuMemcpyDtoHAsync_v2(static_cast<char*>(dst_host) + d, from, width, stream),
+              "cuMemcpyDtoHAsync");
+      }
+      return;
+    }
     Memcpy2D c{};
     c.srcMemoryType = kMemoryTypeDevice;
-    c.srcDevice = base + static_cast<CUdeviceptr>(s);
+    c.srcDevice = from;
     c.srcPitch = static_cast<size_t>(block.pitch);
     if (to_device) {
       c.dstMemoryType = kMemoryTypeDevice;
@@ -115,22 +131,31 @@ void copy_blocks(const TensorView& src, bool to_device, void* dst_host, CUdevice
 void copy_device_to_host(const TensorView& src, void* dst) {
   if (view_size(src) == 0) return;
   const DriverTable& t = driver();
-  DeviceScope scope(src.device.device_id);
+  // Copies run on the ready stream, so in its context (another device's,
+  // for pinned memory written there, or a non-primary one).
+  ContextScope scope(stream_context(src.ready_stream, src.device.device_id));
   copy_blocks(src, false, dst, 0);
   // The host reads dst next: wait for the copies (and the work before them).
-  check(t.cuStreamSynchronize(static_cast<CUstream>(src.ready_stream)), "cuStreamSynchronize");
+  CUresult r;
+  {
+    BlockingCall unlocked;
+    r = t.cuStreamSynchronize(static_cast<CUstream>(src.ready_stream));
+  }
+  check(r, "cuStreamSynchronize");
 }
 
 CUdeviceptr copy_on_device(const TensorView& src) {
   const int64_t nbytes = view_nbytes(src);
   const DriverTable& t = driver();
-  DeviceScope scope(src.device.device_id);
+  DeviceScope scope(src.device.device_id);  // the copy lives on src's device
   CUdeviceptr p = 0;
   check(t.cuMemAlloc_v2(&p, static_cast<size_t>(nbytes > 0 ? nbytes : 1)), "cuMemAlloc");
   if (nbytes > 0) {
     try {
+      ContextScope stream_scope(stream_context(src.ready_stream, src.device.device_id));
       copy_blocks(src, true, nullptr, p);
     } catch (...) {
+      BlockingCall unlocked;
       t.cuMemFree_v2(p);
       throw;
     }
@@ -141,6 +166,8 @@ CUdeviceptr copy_on_device(const TensorView& src) {
 void free_device(int device_id, CUdeviceptr p) noexcept {
   try {
     DeviceScope scope(device_id);
+    // cuMemFree waits for the device's pending work.
+    BlockingCall unlocked;
     driver().cuMemFree_v2(p);
   } catch (...) {
     // Freeing must not throw (called from a deallocator); a driver that is

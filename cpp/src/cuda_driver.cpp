@@ -3,6 +3,7 @@
 #include "dlpackarray/cuda_driver.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -25,6 +26,19 @@ std::string g_failure;
 void* g_handle = nullptr;
 std::string g_path;
 CUcontext g_contexts[kMaxDevices] = {};
+int64_t g_max_pitch[kMaxDevices] = {};  // 0: not asked yet
+// Set in a fork() child of a process that had loaded the driver.
+bool g_forked_child = false;
+BlockingHooks g_hooks{};
+
+// fork() with g_mutex held by another thread would leave it locked forever
+// in the child: the fork handlers take it around the fork.
+void before_fork() { g_mutex.lock(); }
+void after_fork_in_parent() { g_mutex.unlock(); }
+void after_fork_in_child() {
+  if (g_loaded) g_forked_child = true;
+  g_mutex.unlock();
+}
 
 template <class F>
 void bind(void* handle, const char* name, F& slot, bool required) {
@@ -65,8 +79,13 @@ void load_locked() {
     bind(handle, "cuStreamSynchronize", t.cuStreamSynchronize, true);
     bind(handle, "cuCtxSynchronize", t.cuCtxSynchronize, true);
     bind(handle, "cuMemcpy2DAsync_v2", t.cuMemcpy2DAsync_v2, true);
+    bind(handle, "cuMemcpyDtoHAsync_v2", t.cuMemcpyDtoHAsync_v2, true);
+    bind(handle, "cuMemcpyDtoDAsync_v2", t.cuMemcpyDtoDAsync_v2, true);
     bind(handle, "cuMemAlloc_v2", t.cuMemAlloc_v2, true);
     bind(handle, "cuMemFree_v2", t.cuMemFree_v2, true);
+    bind(handle, "cuPointerGetAttributes", t.cuPointerGetAttributes, true);
+    bind(handle, "cuDeviceGetAttribute", t.cuDeviceGetAttribute, true);
+    bind(handle, "cuStreamGetCtx", t.cuStreamGetCtx, true);
     bind(handle, "cuGetErrorName", t.cuGetErrorName, false);
   } catch (...) {
     dlclose(handle);
@@ -74,10 +93,18 @@ void load_locked() {
   }
   CUresult r = t.cuInit(0);
   if (r != kSuccess) {
+    std::string name = "CUDA error " + std::to_string(r);
+    const char* text = nullptr;
+    if (t.cuGetErrorName != nullptr && t.cuGetErrorName(r, &text) == kSuccess && text != nullptr) {
+      name = text;
+    }
     dlclose(handle);
-    fail(ErrorKind::Buffer, "the CUDA driver '" + g_path + "' loaded but cuInit failed (error " +
-                                std::to_string(r) + "): no usable GPU");
+    fail(ErrorKind::Buffer,
+         "the CUDA driver '" + g_path + "' loaded but cuInit failed: " + name + ": no usable GPU");
   }
+  static std::once_flag fork_handlers;
+  std::call_once(fork_handlers,
+                 [] { pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); });
   g_table = t;
   g_handle = handle;
   g_loaded = true;
@@ -87,6 +114,12 @@ void load_locked() {
 
 const DriverTable& driver() {
   std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_forked_child) {
+    fail(ErrorKind::Buffer,
+         "CUDA cannot be used in a child process made by fork() after the parent used CUDA "
+         "(the driver's state does not survive fork); start workers with the 'spawn' or "
+         "'forkserver' method of multiprocessing");
+  }
   if (!g_loaded) {
     if (!g_failure.empty()) fail(ErrorKind::Buffer, g_failure);
     try {
@@ -122,6 +155,7 @@ void reset_driver_for_tests() noexcept {
   g_table = DriverTable{};
   g_handle = nullptr;
   for (auto& c : g_contexts) c = nullptr;
+  for (auto& p : g_max_pitch) p = 0;
 }
 
 std::string driver_path() {
@@ -129,15 +163,28 @@ std::string driver_path() {
   return g_path;
 }
 
-void check(CUresult r, const char* what) {
-  if (r == kSuccess) return;
-  std::string name = "CUDA error " + std::to_string(r);
+std::string error_name(CUresult r) {
   const char* text = nullptr;
   if (g_table.cuGetErrorName != nullptr && g_table.cuGetErrorName(r, &text) == kSuccess &&
       text != nullptr) {
-    name = text;
+    return text;
   }
-  fail(ErrorKind::Buffer, std::string(what) + " failed: " + name);
+  return "CUDA error " + std::to_string(r);
+}
+
+void check(CUresult r, const char* what) {
+  if (r == kSuccess) return;
+  fail(r == kErrorOutOfMemory ? ErrorKind::Memory : ErrorKind::Buffer,
+       std::string(what) + " failed: " + error_name(r));
+}
+
+void set_blocking_hooks(BlockingHooks hooks) noexcept { g_hooks = hooks; }
+
+BlockingCall::BlockingCall() noexcept
+    : token_(g_hooks.release != nullptr ? g_hooks.release() : nullptr) {}
+
+BlockingCall::~BlockingCall() {
+  if (token_ != nullptr) g_hooks.reacquire(token_);
 }
 
 bool is_cuda_family(DLDevice d) noexcept {
@@ -151,11 +198,19 @@ void* stream_from_int(uint64_t value) noexcept {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(value));
 }
 
-DeviceScope::DeviceScope(int ordinal) {
-  const DriverTable& t = driver();
+namespace {
+
+void check_ordinal(int ordinal) {
   if (ordinal < 0 || ordinal >= kMaxDevices) {
     fail(ErrorKind::Value, "CUDA device id " + std::to_string(ordinal) + " is out of range");
   }
+}
+
+}  // namespace
+
+CUcontext primary_context(int ordinal) {
+  const DriverTable& t = driver();
+  check_ordinal(ordinal);
   CUcontext ctx;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -170,33 +225,72 @@ DeviceScope::DeviceScope(int ordinal) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_contexts[ordinal] = ctx;
   }
-  check(t.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
+  return ctx;
+}
+
+CUcontext stream_context(void* stream, int device_id) {
+  const auto value = reinterpret_cast<uintptr_t>(stream);
+  if (value <= 2) return primary_context(device_id);
+  CUcontext ctx = nullptr;
+  check(driver().cuStreamGetCtx(static_cast<CUstream>(stream), &ctx),
+        "cuStreamGetCtx (the context of the data's stream)");
+  return ctx;
+}
+
+ContextScope::ContextScope(CUcontext ctx) {
+  check(driver().cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
   pushed_ = true;
 }
 
-DeviceScope::~DeviceScope() {
+ContextScope::~ContextScope() {
   if (pushed_) {
     CUcontext popped = nullptr;
     driver().cuCtxPopCurrent_v2(&popped);
   }
 }
 
+int64_t max_copy_pitch(int ordinal) {
+  const DriverTable& t = driver();
+  check_ordinal(ordinal);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_max_pitch[ordinal] != 0) return g_max_pitch[ordinal];
+  }
+  CUdevice dev = 0;
+  check(t.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  int pitch = 0;
+  check(t.cuDeviceGetAttribute(&pitch, kDeviceAttributeMaxPitch, dev),
+        "cuDeviceGetAttribute(MAX_PITCH)");
+  if (pitch <= 0) fail(ErrorKind::Buffer, "the CUDA driver reports no usable copy pitch");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_max_pitch[ordinal] = pitch;
+  return pitch;
+}
+
 DLDevice device_of_pointer(const void* ptr) {
   const DriverTable& t = driver();
   auto p = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr));
+  // cuPointerGetAttributes needs no current context (cuPointerGetAttribute
+  // may refuse without one) and answers "no memory type" for a pointer CUDA
+  // does not know instead of failing.
+  unsigned memory_type = 0;
   unsigned managed = 0;
-  int memory_type = 0;
   int ordinal = 0;
-  CUresult r = t.cuPointerGetAttribute(&memory_type, kPointerAttributeMemoryType, p);
+  int attributes[3] = {kPointerAttributeMemoryType, kPointerAttributeIsManaged,
+                       kPointerAttributeDeviceOrdinal};
+  void* data[3] = {&memory_type, &managed, &ordinal};
+  CUresult r = t.cuPointerGetAttributes(3, attributes, data, p);
   if (r != kSuccess) {
     fail(ErrorKind::Buffer,
-         "the CUDA driver does not know the pointer in this "
-         "__cuda_array_interface__ (not memory of any CUDA allocation)");
+         "the CUDA driver cannot tell where the pointer in this __cuda_array_interface__ "
+         "lives: cuPointerGetAttributes failed: " +
+             error_name(r));
   }
-  check(t.cuPointerGetAttribute(&managed, kPointerAttributeIsManaged, p),
-        "cuPointerGetAttribute(IS_MANAGED)");
-  check(t.cuPointerGetAttribute(&ordinal, kPointerAttributeDeviceOrdinal, p),
-        "cuPointerGetAttribute(DEVICE_ORDINAL)");
+  if (memory_type == 0) {
+    fail(ErrorKind::Buffer,
+         "the CUDA driver does not know the pointer in this __cuda_array_interface__ "
+         "(cuPointerGetAttributes: no CUDA memory type; not memory of any CUDA allocation)");
+  }
   DLDevice d{kDLCUDA, ordinal};
   if (managed != 0) {
     d.device_type = kDLCUDAManaged;

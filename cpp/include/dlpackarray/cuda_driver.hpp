@@ -29,8 +29,12 @@ using CUarray = ::CUarray_st*;
 
 inline constexpr CUresult kSuccess = 0;
 inline constexpr CUresult kErrorInvalidValue = 1;
+inline constexpr CUresult kErrorOutOfMemory = 2;
 inline constexpr CUresult kErrorDeinitialized = 4;
 inline constexpr CUresult kErrorNoDevice = 100;
+
+// CUdevice_attribute: the largest pitch cuMemcpy2D accepts.
+inline constexpr int kDeviceAttributeMaxPitch = 11;
 
 // CUpointer_attribute values.
 inline constexpr int kPointerAttributeContext = 1;
@@ -88,8 +92,13 @@ struct DriverTable {
   CUresult (*cuStreamSynchronize)(CUstream stream);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuMemcpy2DAsync_v2)(const Memcpy2D* copy, CUstream stream);
+  CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t bytes);
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
+  CUresult (*cuPointerGetAttributes)(unsigned count, int* attributes, void** data, CUdeviceptr ptr);
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
+  CUresult (*cuStreamGetCtx)(CUstream stream, CUcontext* ctx);
   // Optional: better error messages when present.
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
 };
@@ -97,7 +106,10 @@ struct DriverTable {
 // The table, loading the driver on first use: DLPACKARRAY_CUDA_DRIVER names
 // the library when set (tests point it at a fake driver), else
 // "libcuda.so.1".  Throws BufferError naming the library when it cannot be
-// loaded or lacks an entry point; cuInit runs once, on first load.
+// loaded or lacks an entry point, or cuInit fails (naming the driver's
+// error); cuInit runs once, on first load.  In a child made by fork() after
+// the driver was loaded it throws BufferError: a driver initialised in the
+// parent cannot be used in a child (CUDA's rule; torch refuses the same).
 const DriverTable& driver();
 
 // Whether the driver is already loaded (no attempt to load it).
@@ -114,8 +126,37 @@ void reset_driver_for_tests() noexcept;
 // The library path last loaded (or attempted).
 std::string driver_path();
 
-// Throws BufferError "<what> failed: CUDA_ERROR_..." unless r is success.
+// Throws "<what> failed: CUDA_ERROR_..." unless r is success: MemoryError
+// for CUDA_ERROR_OUT_OF_MEMORY (what callers catch, as for CuPy's
+// OutOfMemoryError), else BufferError.
 void check(CUresult r, const char* what);
+
+// The driver's name of error r ("CUDA_ERROR_INVALID_VALUE"), or "CUDA error
+// <r>" when it has none.
+std::string error_name(CUresult r);
+
+// Whether the calling thread runs Python code with the GIL held: a blocking
+// driver call releases it for its duration (BlockingCall).  The Python shim
+// installs the hooks; the core holds no Python.h.
+struct BlockingHooks {
+  void* (*release)() noexcept;     // returns a token, NULL when nothing was released
+  void (*reacquire)(void* token);  // runs only for a non-NULL token
+};
+void set_blocking_hooks(BlockingHooks hooks) noexcept;
+
+// Held around every driver call that can block the host (stream, event and
+// context synchronisation, cuMemFree): other Python threads run meanwhile,
+// and a stream callback that needs the GIL cannot deadlock against us.
+class BlockingCall {
+ public:
+  BlockingCall() noexcept;
+  ~BlockingCall();
+  BlockingCall(const BlockingCall&) = delete;
+  BlockingCall& operator=(const BlockingCall&) = delete;
+
+ private:
+  void* token_;
+};
 
 // True for the device types whose data is a CUDA pointer.
 bool is_cuda_family(DLDevice d) noexcept;
@@ -124,21 +165,41 @@ bool is_cuda_family(DLDevice d) noexcept;
 // (1 -> legacy, 2 -> per-thread, other -> the handle itself).
 void* stream_from_int(uint64_t value) noexcept;
 
-// Makes the primary context of device `ordinal` current for one scope (the
-// context is retained once per device and kept for the process lifetime).
-class DeviceScope {
+// The primary context of device `ordinal`, retained once per device and kept
+// for the process lifetime (what CUDA runtimes -- torch, CuPy, JAX -- use).
+CUcontext primary_context(int ordinal);
+
+// The context a stream belongs to: for the legacy (NULL, 1) and per-thread
+// (2) handles, device `device_id`'s primary context; for any other handle
+// the driver's answer (cuStreamGetCtx).  Work on a stream, and events
+// recorded on it, must run in this context.
+CUcontext stream_context(void* stream, int device_id);
+
+// Makes `ctx` current for one scope (pushed, then popped).
+class ContextScope {
  public:
-  explicit DeviceScope(int ordinal);
-  ~DeviceScope();
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
+  explicit ContextScope(CUcontext ctx);
+  ~ContextScope();
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
 
  private:
   bool pushed_ = false;
 };
 
+// Makes the primary context of device `ordinal` current for one scope.
+class DeviceScope : public ContextScope {
+ public:
+  explicit DeviceScope(int ordinal) : ContextScope(primary_context(ordinal)) {}
+};
+
+// CU_DEVICE_ATTRIBUTE_MAX_PITCH of device `ordinal` (asked once per device):
+// the largest pitch a 2-D copy may use.
+int64_t max_copy_pitch(int ordinal);
+
 // What the driver says about a pointer: the DLPack device it lives on.
-// Throws BufferError for a pointer CUDA does not know.
+// Needs no current context (cuPointerGetAttributes).  Throws BufferError
+// for a pointer CUDA does not know, or naming the driver's error.
 DLDevice device_of_pointer(const void* ptr);
 
 }  // namespace dla::cuda
