@@ -67,7 +67,12 @@ void synchronize_for_host(const TensorView& v) {
 void synchronize_device(int device_id) {
   const DriverTable& t = driver();
   DeviceScope scope(device_id);
-  check(t.cuCtxSynchronize(), "cuCtxSynchronize (waiting for the device before the host reads)");
+  CUresult r;
+  {
+    BlockingCall unlocked;
+    r = t.cuCtxSynchronize();
+  }
+  check(r, "cuCtxSynchronize (waiting for the device before the host reads)");
 }
 
 CUevent record_ready_event(int device_id, void* ready) {

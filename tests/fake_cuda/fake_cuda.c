@@ -947,13 +947,6 @@ CUresult cuEventDestroy_v2(void* ev) {
   EXIT
 }
 
-CUresult cuCtxSynchronize(void) {
-  FAIL_IF_ASKED("cuCtxSynchronize");
-  if (current_device() < 0) return 201;
-  logf_("cuCtxSynchronize dev=%d", current_device());
-  return 0;
-}
-
 typedef struct {
   size_t srcXInBytes, srcY;
   int srcMemoryType;
