@@ -272,7 +272,7 @@ class CupyArray(_Array):
                 f"value, but {stream} was provided"
             )
         if stream == 0:
-            warnings.warn("Stream 0 is passed from a library that you are converting to")
+            warnings.warn("stream 0 passed: taken as the legacy stream", stacklevel=2)
             stream = LEGACY
         current = self._stream_ptr()
         if stream >= 0 and stream != current:

@@ -266,3 +266,74 @@ def docs_worked_example():
     assert len(blocks) == 1, "docs/cuda.md must hold exactly one worked example"
     exec(compile(blocks[0], "docs/cuda.md (worked example)", "exec"), {"__name__": "example"})
     assert f.sticky_error() == 0
+
+
+# -- the class: any producer, import stream and consumer --------------------------------------------
+def random_routes_never_read_early():
+    """Property: whatever the producer (torch-like, CuPy-like, a CUDA array
+    interface), its memory (device, pinned, managed), the stream given at
+    import and the consumer, the consumer reads the producer's finished data."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    f = fake()
+    torch, cupy = FakeTorch(f), FakeCupy(f)
+    host_kinds = (KIND_HOST, KIND_MANAGED)
+
+    def produce(producer, kind):
+        """Ones pending on a side stream; returns (object, side stream, wrap context)."""
+        if producer == "torch":
+            t, side = _torch_tensor_pending(torch, pinned=kind == KIND_HOST)
+            return t, lambda: torch.cuda.stream(side)
+        if producer == "cupy":
+            s = cupy.cuda.Stream(non_blocking=True)
+            with s:
+                c = cupy.zeros(N, managed=kind == KIND_MANAGED)
+                cupy.launch(c.ptr, ONES_BYTES)
+            return c, lambda: s
+        side = f.stream(flags=1)
+        p = f.alloc(4 * N, kind=kind)
+        f.write(p, bytes(4 * N))
+        f.launch_write(side, p, ONES_BYTES)
+        return cai(p, (N,), stream=side), lambda: cupy.using(0)
+
+    def consume(consumer, d, kind):
+        if consumer == "torch":
+            with torch.cuda.stream(torch.cuda.Stream()):
+                return torch.from_dlpack(d).cpu().tolist()
+        if consumer in ("cupy", "cupy-cai"):
+            with cupy.cuda.Stream(non_blocking=True):
+                c = cupy.from_dlpack(d) if consumer == "cupy" else cupy.asarray(d)
+                return cupy.asnumpy(c).tolist()
+        if consumer == "numpy" and kind in host_kinds:
+            return np.from_dlpack(d).tolist()
+        if consumer == "buffer" and kind in host_kinds:
+            return np.asarray(memoryview(d)).tolist()
+        return np.asarray(DLPackArray(d, device="cpu")).tolist()
+
+    @settings(max_examples=80, deadline=None, database=None)
+    @given(
+        producer=st.sampled_from(["torch", "cupy", "cai"]),
+        kind=st.sampled_from([0, KIND_HOST, KIND_MANAGED]),
+        stream=st.sampled_from([None, 1, 2, "handle"]),
+        consumer=st.sampled_from(["torch", "cupy", "cupy-cai", "numpy", "buffer", "host"]),
+        reexport=st.booleans(),
+    )
+    def check(producer, kind, stream, consumer, reexport):
+        if producer == "torch" and kind == KIND_MANAGED:
+            kind = 0  # torch makes no managed memory
+        if producer == "cupy" and kind == KIND_HOST:
+            kind = KIND_MANAGED  # CuPy arrays are device or managed memory
+        if kind == KIND_HOST and consumer in ("cupy", "cupy-cai"):
+            consumer = "numpy"  # CuPy imports no pinned memory
+        obj, wrap_ctx = produce(producer, kind)
+        s = f.stream(flags=1) if stream == "handle" else stream
+        with wrap_ctx():
+            d = DLPackArray(obj, stream=s)
+        if reexport:
+            d = DLPackArray(d.__dlpack__(max_version=(1, 3), stream=s), stream=s)
+        got = consume(consumer, d, kind)
+        assert got == ONES, (producer, kind, stream, consumer, reexport, got)
+
+    check()
+    assert f.sticky_error() == 0

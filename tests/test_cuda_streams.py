@@ -25,7 +25,10 @@ def fake_driver(tmp_path_factory):
 
 
 def run_scenario(name, driver):
-    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import cuda_stream_scenarios as s; s.{name}()"
+    code = (
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+        f"import cuda_stream_scenarios as s; s.{name}()"
+    )
     return run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)
 
 
@@ -49,6 +52,8 @@ def run_scenario(name, driver):
         "device_copy_keeps_its_source_alive",
         # 9: nothing pending, no stream reported
         "cai_reports_no_stream_when_nothing_is_pending",
+        # the class: random producers, memory kinds, import streams and consumers
+        "random_routes_never_read_early",
         # docs/cuda.md's worked example, on the torch-like and CuPy-like fakes
         "docs_worked_example",
     ],
