@@ -35,6 +35,7 @@ def _fake_driver():
         _cuda._reset_driver()  # load the fake one on next use
         lib = fake_cuda.FakeCuda(path)
         lib.lib.fake_set_logging(0)
+        lib.standard_streams()  # the stream handles 0x5000 and 0x7000 used below
         _FAKE["lib"] = lib
         _FAKE["module"] = fake_cuda
     return _FAKE["lib"], _FAKE["module"]

@@ -23,7 +23,10 @@ static_assert(sizeof(int) == sizeof(::CUmemorytype));
 
 static_assert(c::kSuccess == CUDA_SUCCESS);
 static_assert(c::kErrorInvalidValue == CUDA_ERROR_INVALID_VALUE);
+static_assert(c::kErrorOutOfMemory == CUDA_ERROR_OUT_OF_MEMORY);
 static_assert(c::kErrorDeinitialized == CUDA_ERROR_DEINITIALIZED);
+static_assert(c::kDeviceAttributeMaxPitch == CU_DEVICE_ATTRIBUTE_MAX_PITCH);
+static_assert(sizeof(int) == sizeof(::CUdevice_attribute));
 static_assert(c::kErrorNoDevice == CUDA_ERROR_NO_DEVICE);
 static_assert(c::kPointerAttributeContext == CU_POINTER_ATTRIBUTE_CONTEXT);
 static_assert(c::kPointerAttributeMemoryType == CU_POINTER_ATTRIBUTE_MEMORY_TYPE);
@@ -84,6 +87,11 @@ DLA_SAME_SIGNATURE(cuMemcpy2DAsync_v2);
 DLA_SAME_SIGNATURE(cuMemAlloc_v2);
 DLA_SAME_SIGNATURE(cuMemFree_v2);
 DLA_SAME_SIGNATURE(cuGetErrorName);
+DLA_SAME_SIGNATURE(cuMemcpyDtoHAsync_v2);
+DLA_SAME_SIGNATURE(cuMemcpyDtoDAsync_v2);
+DLA_SAME_SIGNATURE(cuPointerGetAttributes);
+DLA_SAME_SIGNATURE(cuDeviceGetAttribute);
+DLA_SAME_SIGNATURE(cuStreamGetCtx);
 
 // The symbol names we dlsym are the ones cuda.h's API macros select.
 #define DLA_STR(x) #x
@@ -101,5 +109,10 @@ static_assert(same_text(DLA_XSTR(cuEventRecord), "cuEventRecord"));
 static_assert(same_text(DLA_XSTR(cuStreamWaitEvent), "cuStreamWaitEvent"));
 static_assert(same_text(DLA_XSTR(cuStreamSynchronize), "cuStreamSynchronize"));
 static_assert(same_text(DLA_XSTR(cuEventSynchronize), "cuEventSynchronize"));
+static_assert(same_text(DLA_XSTR(cuMemcpyDtoHAsync), "cuMemcpyDtoHAsync_v2"));
+static_assert(same_text(DLA_XSTR(cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync_v2"));
+static_assert(same_text(DLA_XSTR(cuStreamGetCtx), "cuStreamGetCtx"));
+static_assert(same_text(DLA_XSTR(cuPointerGetAttributes), "cuPointerGetAttributes"));
+static_assert(same_text(DLA_XSTR(cuDeviceGetAttribute), "cuDeviceGetAttribute"));
 
 int main() { return 0; }

@@ -75,6 +75,8 @@ class FakeCuda:
         lib.fake_sticky_error.argtypes = [ctypes.c_void_p]
         lib.fake_set_sync_delay_us.argtypes = [ctypes.c_long]
         lib.fake_set_max_pitch.argtypes = [ctypes.c_longlong]
+        lib.fake_set_gate_timeout_ms.argtypes = [ctypes.c_long]
+        lib.fake_set_copy_data_limit.argtypes = [ctypes.c_size_t]
         lib.fake_set_memory_limit.argtypes = [ctypes.c_size_t]
 
     def fail_next(self, name: str, code: int = 1) -> None:
@@ -207,6 +209,15 @@ class FakeCuda:
     def close_gate(self) -> None:
         """Blocking calls wait until open_gate() (or 30 s, counted in gate_timeouts())."""
         self.lib.fake_gate_close()
+
+    def set_gate_timeout(self, seconds: float) -> None:
+        """How long a closed gate holds a caller at most (default 30 s)."""
+        self.lib.fake_set_gate_timeout_ms(int(seconds * 1000))
+
+    def set_copy_data_limit(self, nbytes: int) -> None:
+        """Copies moving more bytes are checked and logged but move nothing (tests
+        that describe arrays of several GiB)."""
+        self.lib.fake_set_copy_data_limit(nbytes)
 
     def open_gate(self) -> None:
         self.lib.fake_gate_open()

@@ -127,6 +127,10 @@ typedef struct {
 #define MAX_ALLOCS 4096
 static Alloc allocs[MAX_ALLOCS];
 static size_t device_bytes = 0;
+/* Copies of more bytes than this are checked and logged but move nothing:
+ * tests describing arrays of several GiB copy none of it. */
+static size_t copy_data_limit = (size_t)-1;
+void fake_set_copy_data_limit(size_t bytes) { copy_data_limit = bytes; }
 static size_t memory_limit = (size_t)1 << 62;
 
 static Alloc* find(uintptr_t p, size_t n) {
@@ -331,6 +335,10 @@ static void execute_(int si, Op* op) {
     ctxs[s->ctx].sticky = E_ILLEGAL_ADDRESS;
     return;
   }
+  if (op->width * op->height > copy_data_limit) {
+    logf_("SKIPPED copy of %zu bytes (over the copy data limit)", op->width * op->height);
+    return;
+  }
   expose(sa, 1);
   expose(da, 1);
   if (op->type == OP_WRITE) {
@@ -364,10 +372,11 @@ static void run_all_(int ctx) {
 /* ---- blocking ------------------------------------------------------------------- */
 static long sync_delay_us = 0;
 static int gate_closed = 0, blocked = 0, gate_timeouts = 0;
+static long gate_timeout_ms = 30000;
 
-/* Called unlocked-to-be: a blocking call first lands the work, then holds the
- * caller for the configured delay and while the test keeps the gate closed
- * (at most 30 s, counted in fake_gate_timeouts()). */
+/* A blocking call first lands the work, then holds the caller (the lock
+ * released) for the configured delay and while the test keeps the gate
+ * closed (at most gate_timeout_ms, counted in fake_gate_timeouts()). */
 static void block_(const char* what) {
   ++blocked;
   if (sync_delay_us > 0) {
@@ -379,7 +388,9 @@ static void block_(const char* what) {
   if (gate_closed) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 30;
+    long long ns = until.tv_nsec + (gate_timeout_ms % 1000) * 1000000LL;
+    until.tv_sec += gate_timeout_ms / 1000 + ns / 1000000000LL;
+    until.tv_nsec = ns % 1000000000LL;
     while (gate_closed) {
       if (pthread_cond_timedwait(&gate_cv, &mu, &until) == ETIMEDOUT) {
         ++gate_timeouts;
@@ -392,6 +403,7 @@ static void block_(const char* what) {
 }
 
 void fake_set_sync_delay_us(long us) { sync_delay_us = us; }
+void fake_set_gate_timeout_ms(long ms) { gate_timeout_ms = ms; }
 void fake_gate_close(void) {
   LOCK();
   gate_closed = 1;

@@ -17,13 +17,16 @@ namespace dla::cuda {
 bool same_stream(void* a, void* b) noexcept;
 
 // Makes `consumer` wait for the work pending on `ready` with an event
-// (cuEventRecord on `ready`, cuStreamWaitEvent on `consumer`): the host never
-// blocks.  No driver call when both name the same stream.
+// (cuEventRecord on `ready` in its context, cuStreamWaitEvent on `consumer`
+// in its context; stream_context() with `device_id` for the legacy and
+// per-thread handles): the host never blocks.  No driver call when both name
+// the same stream.
 void order_streams(int device_id, void* ready, void* consumer);
 
 // Blocks the host until v's data is ready (cuStreamSynchronize on its ready
-// stream).  For a view with no ready stream, in a process where the driver
-// cannot be loaded, nothing can be pending and nothing happens.
+// stream, in that stream's context, the GIL released).  For a view with no
+// ready stream, in a process where the driver cannot be loaded, nothing can
+// be pending and nothing happens.
 void synchronize_for_host(const TensorView& v);
 
 // Blocks the host until every stream of device `device_id`'s primary
@@ -33,13 +36,15 @@ void synchronize_device(int device_id);
 
 // Copies device data (v.device CUDA-family; validated) into `dst`, host
 // memory of view_nbytes(src) bytes, densely in C order.  The copy runs on
-// src's ready stream, one 2-D copy per block of rows (never the whole
-// allocation), and the host waits for it.
+// src's ready stream in its context, one 2-D copy per block of rows within
+// the device's pitch limit or one 1-D copy per row (never the whole
+// allocation), and the host waits for it (the GIL released).
 void copy_device_to_host(const TensorView& src, void* dst);
 
 // A new device allocation of view_nbytes(src) bytes (at least 1) on src's
 // device holding src's elements densely in C order; the copy is enqueued on
-// src's ready stream (the result is ready there).  Free with free_device().
+// src's ready stream (the result is ready there).  Free with free_device()
+// (cuMemFree, which waits for the device: the GIL is released).
 CUdeviceptr copy_on_device(const TensorView& src);
 
 void free_device(int device_id, CUdeviceptr p) noexcept;
@@ -53,10 +58,11 @@ void copy_bytes_to_host(DLDevice d, const void* src, int64_t nbytes, void* dst);
 // -- events (the Arrow C Device Data interface's sync_event) ---------------------
 
 // A new event (DISABLE_TIMING) recorded on `ready` (a ready token: NULL is
-// the legacy default stream) in device `device_id`'s context, for a consumer
-// to wait on.  Returns NULL when nothing can be pending: a NULL token in a
-// process where the driver cannot be loaded (as synchronize_for_host).
-// Destroy with destroy_event().
+// the legacy default stream of device `device_id`) in that stream's context,
+// for a consumer to wait on (cuStreamWaitEvent accepts it from any context).
+// Returns NULL when nothing can be pending: a NULL token in a process where
+// the driver cannot be loaded (as synchronize_for_host).  Destroy with
+// destroy_event().
 CUevent record_ready_event(int device_id, void* ready);
 
 // Destroys an event from record_ready_event() (NULL: nothing).  Never throws
@@ -65,7 +71,8 @@ CUevent record_ready_event(int device_id, void* ready);
 void destroy_event(int device_id, CUevent event) noexcept;
 
 // Blocks the host until `event` (another producer's, valid in device
-// `device_id`'s context) has completed (cuEventSynchronize).
+// `device_id`'s context) has completed (cuEventSynchronize, the GIL
+// released).
 void wait_event_on_host(int device_id, CUevent event);
 
 }  // namespace dla::cuda

@@ -1,0 +1,43 @@
+"""The CUDA driver layer (cpp/src/cuda_*.cpp) against the strict fake driver:
+issue 18's items 4 (GIL released around blocking calls), 5 (copies within the
+pitch limit and over 2 GiB), 6 (pointer queries without a current context),
+8 (streams and events of different contexts) and 9 (MemoryError, cuInit
+errors, fork).  Each scenario of tests/fake_cuda/driver_scenarios.py runs in a
+child interpreter, so a crash or a deadlock fails one test."""
+
+from __future__ import annotations
+
+import pathlib
+
+import fake_cuda
+import pytest
+from conftest import assert_clean_exit, run_python
+
+HERE = pathlib.Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory):
+    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_driver_layer"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "blocking_calls_release_the_gil",
+        "copies_respect_the_device_pitch_limit",
+        "copies_over_2_gib",
+        "pointer_device_needs_no_current_context",
+        "streams_of_other_contexts",
+        "out_of_memory_is_memory_error",
+        "failing_cuinit_names_the_error",
+        "forked_child_gets_a_clear_error",
+    ],
+)
+def test_driver_layer(name, fake_driver):
+    code = (
+        f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
+        f"import driver_scenarios; driver_scenarios.{name}()"
+    )
+    proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(fake_driver)}, timeout=300)
+    assert_clean_exit(proc, name)
