@@ -233,7 +233,7 @@ CUcontext stream_context(void* stream, int device_id) {
   if (value <= 2) return primary_context(device_id);
   CUcontext ctx = nullptr;
   check(driver().cuStreamGetCtx(static_cast<CUstream>(stream), &ctx),
-        "cuStreamGetCtx (the context of the data's stream)");
+        "cuStreamGetCtx (the context of a stream)");
   return ctx;
 }
 

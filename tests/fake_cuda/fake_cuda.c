@@ -55,6 +55,7 @@ static char* log_buf = NULL;
 static size_t log_len = 0, log_cap = 0;
 static int logging = 1;
 
+/* Called with the lock held. */
 static void logf_(const char* fmt, ...) {
   if (!logging) return;
   char line[512];
@@ -76,7 +77,15 @@ static void logf_(const char* fmt, ...) {
 
 /* Benchmarks switch the log off: it would grow without bound. */
 void fake_set_logging(int on) { logging = on; }
-const char* fake_log(void) { return log_buf ? log_buf : ""; }
+/* A snapshot: other threads may log (and move the buffer) meanwhile. */
+const char* fake_log(void) {
+  static char* snapshot = NULL;
+  LOCK();
+  free(snapshot);
+  snapshot = strdup(log_buf ? log_buf : "");
+  UNLOCK();
+  return snapshot;
+}
 void fake_log_clear(void) {
   LOCK();
   log_len = 0;
