@@ -241,6 +241,34 @@ def device_copy_keeps_its_source_alive():
     assert alive() is None, "the source outlived the copy"
 
 
+def arrow_device_copy_keeps_its_source_alive():
+    f = fake()
+    side = f.stream(flags=1)
+    src = _OwnedDeviceArray(f, side)
+    f.launch_write(side, src.p, ONES_BYTES)
+    x = DLPackArray(src)[::2]  # gaps: the Arrow export copies on the device
+    pair = x.__arrow_c_device_array__()
+    alive = weakref.ref(src)
+    del x, src
+    gc.collect()
+    assert alive() is not None, "the Arrow copy's source was released while the copy was pending"
+
+    class Pair:
+        def __init__(self, pair):
+            self.pair = pair
+
+        def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+            return self.pair
+
+    holder = Pair(pair)
+    y = DLPackArray(holder)  # waits on the export's sync event, after the copy
+    assert np.asarray(DLPackArray(y, device="cpu")).tolist() == [1.0] * (N // 2)
+    assert f.sticky_error() == 0
+    del y, pair, holder
+    gc.collect()
+    assert alive() is None, "the source outlived the Arrow copy"
+
+
 # -- 9. CAI export when nothing is pending --------------------------------------------------------
 def cai_reports_no_stream_when_nothing_is_pending():
     f = fake()
@@ -268,7 +296,7 @@ def docs_worked_example():
     assert f.sticky_error() == 0
 
 
-# -- the class: any producer, import stream and consumer --------------------------------------------
+# -- the class: any producer, import stream and consumer -----------------------------------------
 def random_routes_never_read_early():
     """Property: whatever the producer (torch-like, CuPy-like, a CUDA array
     interface), its memory (device, pinned, managed), the stream given at

@@ -50,6 +50,7 @@ def run_scenario(name, driver):
         "per_thread_consumer_stream_given_in_another_thread",
         # 7: a device copy's source lives until the copy is done
         "device_copy_keeps_its_source_alive",
+        "arrow_device_copy_keeps_its_source_alive",
         # 9: nothing pending, no stream reported
         "cai_reports_no_stream_when_nothing_is_pending",
         # the class: random producers, memory kinds, import streams and consumers
