@@ -27,6 +27,7 @@ def fake_driver(tmp_path_factory):
         "blocking_calls_release_the_gil",
         "copies_respect_the_device_pitch_limit",
         "copies_over_2_gib",
+        "failed_host_copies_leave_nothing_pending",
         "pointer_device_needs_no_current_context",
         "streams_of_other_contexts",
         "out_of_memory_is_memory_error",

@@ -126,21 +126,37 @@ void copy_blocks(const TensorView& src, bool to_device, void* dst_host, CUdevice
   });
 }
 
+// After a failure: no copy into the caller's host buffer may still be pending
+// when the error reaches the caller, who frees the buffer.  The stream is
+// waited for, and when that fails too, the whole context (a context with a
+// sticky error runs nothing more).  The current context is the stream's.
+void drain_after_failure(const DriverTable& t, CUstream stream) noexcept {
+  BlockingCall unlocked;
+  if (t.cuStreamSynchronize(stream) != kSuccess) t.cuCtxSynchronize();
+}
+
 }  // namespace
 
 void copy_device_to_host(const TensorView& src, void* dst) {
   if (view_size(src) == 0) return;
   const DriverTable& t = driver();
+  auto stream = static_cast<CUstream>(src.ready_stream);
   // Copies run on the ready stream, so in its context (another device's,
   // for pinned memory written there, or a non-primary one).
   ContextScope scope(stream_context(src.ready_stream, src.device.device_id));
-  copy_blocks(src, false, dst, 0);
+  try {
+    copy_blocks(src, false, dst, 0);
+  } catch (...) {
+    drain_after_failure(t, stream);  // earlier blocks may be queued
+    throw;
+  }
   // The host reads dst next: wait for the copies (and the work before them).
   CUresult r;
   {
     BlockingCall unlocked;
-    r = t.cuStreamSynchronize(static_cast<CUstream>(src.ready_stream));
+    r = t.cuStreamSynchronize(stream);
   }
+  if (r != kSuccess) drain_after_failure(t, stream);
   check(r, "cuStreamSynchronize");
 }
 

@@ -238,14 +238,17 @@ CUcontext stream_context(void* stream, int device_id) {
 }
 
 ContextScope::ContextScope(CUcontext ctx) {
-  check(driver().cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
-  pushed_ = true;
+  const DriverTable& t = driver();
+  check(t.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
+  pop_ = t.cuCtxPopCurrent_v2;
 }
 
+// Pops with the entry point it pushed with: driver() may throw by now (a
+// reset, a fork), and a destructor must not.
 ContextScope::~ContextScope() {
-  if (pushed_) {
+  if (pop_ != nullptr) {
     CUcontext popped = nullptr;
-    driver().cuCtxPopCurrent_v2(&popped);
+    pop_(&popped);
   }
 }
 

@@ -93,6 +93,7 @@ DLA_SAME_SIGNATURE(cuMemcpyDtoDAsync_v2);
 DLA_SAME_SIGNATURE(cuPointerGetAttributes);
 DLA_SAME_SIGNATURE(cuDeviceGetAttribute);
 DLA_SAME_SIGNATURE(cuStreamGetCtx);
+DLA_SAME_SIGNATURE(cuCtxSynchronize);
 
 // The symbol names we dlsym are the ones cuda.h's API macros select.
 #define DLA_STR(x) #x

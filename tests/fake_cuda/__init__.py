@@ -79,9 +79,10 @@ class FakeCuda:
         lib.fake_set_copy_data_limit.argtypes = [ctypes.c_size_t]
         lib.fake_set_memory_limit.argtypes = [ctypes.c_size_t]
 
-    def fail_next(self, name: str, code: int = 1) -> None:
-        """Makes the next call of entry point ``name`` return ``code``."""
-        self.lib.fake_fail_next(name.encode(), code)
+    def fail_next(self, name: str, code: int = 1, skip: int = 0) -> None:
+        """Makes the next call of entry point ``name`` (after ``skip`` more that
+        succeed) return ``code``."""
+        self.lib.fake_fail_after(name.encode(), code, skip)
 
     def log(self) -> list[str]:
         return self.lib.fake_log().decode().splitlines()

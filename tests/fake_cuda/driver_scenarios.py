@@ -164,6 +164,25 @@ def copies_over_2_gib():
     assert len(f.copies()) == 3
 
 
+def failed_host_copies_leave_nothing_pending():
+    # A copy to the host that fails part-way must not leave earlier copies
+    # queued: the caller frees the host buffer when the error arrives.
+    f = fake()
+    f.standard_streams()
+    f.set_max_pitch(16)  # rows of 24 bytes: one 1-D copy each
+    src = np.arange(32, dtype=np.float32).reshape(4, 8)
+    x = DLPackArray(cai(f.device_array(src), src.shape, stream=0x5000))[:, :6]
+    cases = [("cuMemcpyDtoHAsync_v2", 1, 2), ("cuMemcpyDtoHAsync_v2", 1, 0),
+             ("cuStreamSynchronize", 400, 0)]  # fmt: skip
+    for entry, code, skip in cases:
+        f.fail_next(entry, code, skip)
+        expect(BufferError, "CUDA_ERROR", lambda: host_copy(x))
+        assert f.pending_total() == 0, (entry, skip, f.log())
+    f.clear()
+    np.testing.assert_array_equal(host_copy(x), src[:, :6])
+    assert len(f.calls("cuMemcpyDtoHAsync")) == 4
+
+
 # -- item 6: the device of a pointer needs no current context -----------------------------------
 def pointer_device_needs_no_current_context():
     f = fake()

@@ -93,15 +93,19 @@ void fake_log_clear(void) {
   UNLOCK();
 }
 
-/* Error injection: the next call of `fail_name` returns `fail_code`. */
+/* Error injection: the call of `fail_name` after `fail_skip` more returns
+ * `fail_code` (fake_fail_next: the next call). */
 static char fail_name[64];
-static int fail_code;
-void fake_fail_next(const char* name, int code) {
+static int fail_code, fail_skip;
+void fake_fail_after(const char* name, int code, int skip) {
   snprintf(fail_name, sizeof fail_name, "%s", name);
   fail_code = code;
+  fail_skip = skip;
 }
+void fake_fail_next(const char* name, int code) { fake_fail_after(name, code, 0); }
 static int asked_to_fail(const char* name, CUresult* r) {
   if (fail_name[0] && strcmp(fail_name, name) == 0) {
+    if (fail_skip-- > 0) return 0;
     fail_name[0] = '\0';
     *r = fail_code;
     return 1;

@@ -184,7 +184,7 @@ class ContextScope {
   ContextScope& operator=(const ContextScope&) = delete;
 
  private:
-  bool pushed_ = false;
+  CUresult (*pop_)(CUcontext* ctx) = nullptr;  // set once pushed
 };
 
 // Makes the primary context of device `ordinal` current for one scope.
