@@ -135,11 +135,46 @@ def test_copy_on_device_and_pinned_memory():
 def test_second_gpu_device_ids():
     if torch.cuda.device_count() < 2:
         pytest.skip("one GPU only")
-    x = torch.arange(6, device="cuda:1")
-    d = dlpackarray.from_dlpack(x, stream=1)
-    assert d.device == (DLDeviceType.CUDA, 1)
-    assert DLPackArray(_CAI(x)).device == (DLDeviceType.CUDA, 1)
-    np.testing.assert_array_equal(np.asarray(DLPackArray(d, device="cpu")), np.arange(6))
+    # torch exports only tensors of its current device (BufferError otherwise):
+    # device 1 is selected before allocating and exporting there.
+    with torch.cuda.device(1):
+        x = torch.arange(6, device="cuda:1")
+        d = dlpackarray.from_dlpack(x, stream=1)
+        assert d.device == (DLDeviceType.CUDA, 1)
+        assert DLPackArray(_CAI(x)).device == (DLDeviceType.CUDA, 1)
+        np.testing.assert_array_equal(np.asarray(DLPackArray(d, device="cpu")), np.arange(6))
+
+
+def test_wrapping_without_a_stream_orders_the_producer():
+    # torch's __dlpack__ synchronises nothing when no stream is passed (its
+    # default is -1): dlpackarray asks with the legacy stream (docs/cuda.md).
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    x = torch.zeros(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SPIN_CYCLES)
+        x.fill_(1.0)
+        d = DLPackArray(x)
+    with torch.cuda.stream(consumer):
+        z = torch.from_dlpack(d).clone()
+    consumer.synchronize()
+    assert bool((z == 1).all()), "a wrapped torch tensor was read before its producer's work"
+
+
+def test_pinned_tensor_is_ready_for_the_host():
+    # A non-blocking copy into pinned memory is pending on a side stream;
+    # torch takes no stream for pinned tensors, so dlpackarray waits for the
+    # device before numpy reads the memory.
+    side = torch.cuda.Stream()
+    src = torch.ones(1 << 20, device="cuda")
+    pinned = torch.zeros(1 << 20).pin_memory()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SPIN_CYCLES)
+        pinned.copy_(src, non_blocking=True)
+    for stream in (None, 1, 2, side.cuda_stream):
+        d = DLPackArray(pinned, stream=stream)
+        assert bool((np.from_dlpack(d) == 1).all()), stream
 
 
 class _CAI:

@@ -64,6 +64,17 @@ void synchronize_for_host(const TensorView& v) {
   check(r, "cuStreamSynchronize (waiting for the data before the host reads it)");
 }
 
+void synchronize_device(int device_id) {
+  const DriverTable& t = driver();
+  DeviceScope scope(device_id);
+  CUresult r;
+  {
+    BlockingCall unlocked;
+    r = t.cuCtxSynchronize();
+  }
+  check(r, "cuCtxSynchronize (waiting for the device before the host reads)");
+}
+
 CUevent record_ready_event(int device_id, void* ready) {
   if (ready == nullptr && !driver_available()) return nullptr;
   const DriverTable& t = driver();

@@ -37,8 +37,9 @@ from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth
 from dlpackarray.abi cimport DLPackExchangeAPI
 from dlpackarray._exchange cimport exchange_api_of, view_from_exchange
 from dlpackarray._cuda cimport (
-    adopt_consumer_stream, consumer_stream_argument, export_cuda_array_interface, set_ready_stream,
-    synchronize_for_host_read, view_from_cuda_array_interface,
+    adopt_consumer_stream, export_cuda_array_interface, producer_stream_argument,
+    ready_after_bare_capsule, ready_after_request, synchronize_for_host_read,
+    view_from_cuda_array_interface,
 )
 
 from dlpackarray._devices import DLDeviceType
@@ -165,6 +166,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         return _finish_import(self, copy, device, False)
     if PyCapsule_CheckExact(obj):
         self.owner = view_from_capsule(obj, &self._view, &copied)
+        ready_after_bare_capsule(&self._view)  # CUDA hook: no stream known
         return _finish_capsule_import(self, obj, copy, device, False)
     if not dlpack_only and _is_buffer_only_type(t):
         self.owner = view_from_buffer(obj, &self._view)
@@ -188,9 +190,10 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         if device is not None:
             dl_device = device_tuple(parse_device(device))
         refusal = None
-        # CUDA hook: the consumer stream goes to the producer as the spec's
-        # table says for the device it reports (docs/cuda.md).
-        stream_arg = None if stream is None else consumer_stream_argument(obj, stream)
+        # CUDA hook: a CUDA producer is asked with a stream even when none
+        # was given, so its pending work is ordered (docs/cuda.md).
+        stream_arg = producer_stream_argument(obj, stream, dl_device,
+                                              <object>t is _NDARRAY_TYPE)
         try:
             capsule = request_capsule(obj, dl_device, copy, stream_arg)
         except (BufferError, TypeError) as e:
@@ -206,8 +209,12 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                 raise refusal
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
-        if stream_arg is not None:
-            set_ready_stream(&self._view, stream_arg)
+        try:
+            ready_after_request(&self._view, stream_arg)
+        except BaseException:
+            self.owner = None
+            release_adopted(capsule)
+            raise
         return _finish_capsule_import(self, capsule, copy, device, copied)
     if dlpack_only:
         raise AttributeError(
@@ -356,8 +363,9 @@ cdef class DLPackArray:
         in ``__dlpack__`` after its ``__dlpack_device__`` was asked; for other
         sources (CUDA array interface, capsules, DLPackArrays) dlpackarray
         orders it after the data's ready stream itself.  Either way the data
-        is then ready on that stream.  ``None``: the producer is asked with
-        no stream.
+        is then ready on that stream.  ``None``: a CUDA producer is asked
+        with the legacy stream (1).  Every value, per device type:
+        docs/cuda.md, "Stream rules".
 
     Notes
     -----
@@ -769,7 +777,8 @@ cdef class DLPackArray:
         """dict: Numba's CUDA array interface, version 3 (CUDA memory only).
 
         ``stream`` is the stream the data is ready on (1 for the legacy
-        default stream).  Raises :class:`AttributeError` for other devices.
+        default stream), or None when nothing is pending.  Raises
+        :class:`AttributeError` for other devices.
         """
         check_ready(self)
         return export_cuda_array_interface(&self._view, self.shape)

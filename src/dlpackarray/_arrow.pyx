@@ -17,7 +17,9 @@ from libcpp.vector cimport vector
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._common cimport HeapOwner, device_tuple, type_has
-from dlpackarray._cuda cimport synchronize_for_host_read, wait_arrow_sync_event
+from dlpackarray._cuda cimport (
+    is_cuda_stream_device, synchronize_for_host_read, wait_arrow_sync_event,
+)
 
 # Probed in this order on import (docs/arrow.md, "Import").
 cdef tuple _ARROW_METHODS = (
@@ -87,8 +89,10 @@ cdef str _describe(object obj):
     return f"a '{type(obj).__name__}' object"
 
 
-cdef int _keep_alive(ArrowExport* ex, object owner) except -1:
-    if arrow_export_shares_memory(ex):
+cdef int _keep_alive(ArrowExport* ex, object owner, bint on_cuda) except -1:
+    # A copy on the device is enqueued, not done: its source stays alive until
+    # the copy's memory is freed (arrow_export_unref frees it first).
+    if on_cuda or arrow_export_shares_memory(ex):
         # Dropped by the last Arrow struct's release, on whatever thread.
         Py_INCREF(owner)
         arrow_export_set_keepalive(ex, release_arrow_keepalive, <void*>owner)
@@ -112,7 +116,7 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
         _check_kwargs(kwargs)
     cdef ArrowExport* ex = _plan(v, requested_schema, copy, device, False)
     try:
-        _keep_alive(ex, owner)
+        _keep_alive(ex, owner, is_cuda_stream_device(v.device))
         if stream:
             if device:
                 capsule = new_arrow_capsule(kArrowDeviceStreamCapsule)

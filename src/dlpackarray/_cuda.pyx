@@ -25,6 +25,7 @@ cdef extern from "dlpackarray/cuda_exchange.hpp" namespace "dla::cuda":
     DLDevice device_of_pointer(const void* ptr) except +raise_py_error
     void order_streams(int device_id, void* ready, void* consumer) except +raise_py_error
     void synchronize_for_host(const TensorView& v) except +raise_py_error
+    void synchronize_device(int device_id) except +raise_py_error
     void copy_device_to_host(const TensorView& src, void* dst) nogil except +raise_py_error
     CUdeviceptr copy_on_device(const TensorView& src) except +raise_py_error
     void free_device(int device_id, CUdeviceptr p)
@@ -52,22 +53,55 @@ cdef bint is_cuda_stream_device(DLDevice d) noexcept:
     return is_cuda_family(d)
 
 
+# Ready tokens (TensorView::ready_stream, docs/cuda.md "Stream rules"):
+#   NULL       nothing is pending: no stream needs to wait, no host sync;
+#   _LEGACY    ready on the legacy default stream (CU_STREAM_LEGACY, 0x1);
+#   a handle   ready on that CUstream.
+# Never the per-thread default stream (0x2): that value names a different
+# stream in every thread, so a token holding it would compare equal across
+# threads that share nothing.  Stream value 2 is resolved in the calling
+# thread when it is given (ordered into or out of the legacy stream there).
+cdef void* _LEGACY = <void*><uintptr_t>1
+
+
+cdef inline void* _token_of(object value):
+    """The ready token for DLPack/CAI stream value 1 or > 2."""
+    if value == 1:
+        return _LEGACY
+    return <void*><uintptr_t><uint64_t>value
+
+
 cdef inline void* _consumer_handle(object stream):
-    # None is the consumer's legacy default stream (DLPack spec table).
+    # None is the consumer's legacy default stream (DLPack spec table); 2 is
+    # CU_STREAM_PER_THREAD, which the driver resolves in the calling thread.
     if stream is None:
-        return NULL
+        return _LEGACY
     return stream_from_int(<uint64_t>stream)
 
 
+cdef inline bint _host_accessible(DLDevice d) noexcept:
+    return d.device_type == kDLCUDAHost or d.device_type == kDLCUDAManaged
+
+
 cdef int order_for_consumer(const TensorView* v, object stream) except -1:
-    """Makes the consumer's ``stream`` (validated, not -1) wait for ``v``'s data."""
+    """Makes ``v``'s data safe for a consumer on ``stream`` (validated, not -1).
+
+    Pinned and managed memory exported with ``stream=None`` may be read by
+    the host (``np.from_dlpack`` passes no stream): the host waits for it,
+    which also serves a consumer on the legacy stream.
+    """
+    if v.ready_stream == NULL:
+        return 0  # nothing pending
+    if stream is None and _host_accessible(v.device):
+        synchronize_for_host(v[0])
+        return 0
     order_streams(v.device.device_id, v.ready_stream, _consumer_handle(stream))
     return 0
 
 
 cdef int synchronize_for_host_read(const TensorView* v) except -1:
     """Blocks until host-accessible CUDA memory (pinned, managed) is ready."""
-    if v.device.device_type == kDLCUDAHost or v.device.device_type == kDLCUDAManaged:
+    if _host_accessible(v.device) and v.ready_stream != NULL:
         synchronize_for_host(v[0])
     return 0
 
@@ -95,14 +129,23 @@ cdef int copy_device_to_host_into(const TensorView* src, void* dst) except -1:
     return 0
 
 
-cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst):
-    """Dense C-ordered copy of ``src`` on its own device, ready on its ready stream."""
+cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst, object source):
+    """Dense C-ordered copy of ``src`` on its own device, ready on its ready stream.
+
+    ``source`` (the owner of ``src``'s memory) stays alive as long as the
+    copy does: the copy is only enqueued here, and its completion is known
+    once the copy's memory is freed (cuMemFree waits for the device).
+    """
     cdef DeviceOwner owner = DeviceOwner.__new__(DeviceOwner)
     cdef int i
     cdef int64_t step
     owner.device_id = src.device.device_id
+    owner.source = source
     owner.ptr = copy_on_device(src[0])
     dst[0] = src[0]
+    if dst.ready_stream == NULL:
+        # The copy itself is pending on the stream it ran on (the legacy one).
+        dst.ready_stream = _LEGACY
     dst.data = <void*><uintptr_t>owner.ptr
     dst.byte_offset = 0
     dst.readonly = False
@@ -133,39 +176,105 @@ cdef int _check_stream_value(DLDevice device, object stream) except -1:
     return 0
 
 
-cdef object consumer_stream_argument(object producer, object stream):
-    """The ``stream`` to pass to ``producer.__dlpack__`` for a consumer ``stream``.
-
-    Asks the producer's ``__dlpack_device__`` first (DLPack: the consumer
-    picks a stream valid for the producer's device).  CPU producers get
-    ``None``.
-    """
-    cdef DLDevice d
-    if stream is None:
-        return None
+cdef object _device_of_producer(object producer, bint required):
+    """``producer.__dlpack_device__()`` as a checked tuple; None when the
+    producer has none and ``required`` is false."""
     query = getattr(producer, "__dlpack_device__", None)
     if query is None:
+        if not required:
+            return None
         raise TypeError(
-            f"stream={stream!r} needs the producer's __dlpack_device__ to know what the stream "
-            f"means (DLPack spec), and '{type(producer).__name__}' has none")
+            f"a stream needs the producer's __dlpack_device__ to know what it means (DLPack "
+            f"spec), and '{type(producer).__name__}' has none")
     device = query()
     if (not isinstance(device, tuple) or len(<tuple>device) != 2
             or not isinstance(device[0], int) or not isinstance(device[1], int)):
         raise TypeError(f"__dlpack_device__() must return (device_type, device_id), got "
                         f"{device!r}")
+    return device
+
+
+cdef object producer_stream_argument(object producer, object stream, object dl_device,
+                                     bint host_only):
+    """The ``stream`` to pass to ``producer.__dlpack__`` (None: none passed).
+
+    A CUDA producer is always asked with a stream, so that its pending work
+    is ordered before ours whatever its default (torch's is -1: no
+    synchronisation at all; CuPy's is the legacy stream): the consumer's
+    ``stream``, or 1 (the legacy default stream) for ``None`` and for 2
+    (torch refuses 2, and a per-thread stream cannot be a shared token;
+    adopt_consumer_stream orders it after the legacy stream).  Pinned memory
+    (``CUDA_HOST``) gets no stream, -1 excepted: torch calls it CPU data and
+    raises AssertionError for any other; ready_after_request synchronises
+    its device instead.  A request for CPU data (``dl_device``) passes none:
+    the producer must then synchronise itself (DLPack spec).  ``host_only``:
+    the producer's type is known to export CPU data only (no query).
+    """
+    cdef DLDevice d
+    if stream is not None and not isinstance(stream, int):
+        raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
+    if stream is None:
+        if host_only:
+            return None
+        try:
+            device = _device_of_producer(producer, False)
+        except Exception:
+            # Nothing was asked of this producer: its own __dlpack__ call says
+            # what it can export (as before streams were requested).
+            return None
+    else:
+        device = _device_of_producer(producer, True)
+    if device is None:
+        return None
     d.device_type = <DLDeviceType><int>device[0]
     d.device_id = <int>device[1]
     _check_stream_value(d, stream)
     if d.device_type == kDLCPU:
         return None
+    if not is_cuda_family(d):
+        return stream  # another runtime's streams: the consumer's value as given
+    if stream is not None and stream == -1:
+        return -1
+    if d.device_type == kDLCUDAHost:
+        return None
+    if dl_device is not None and (<tuple>dl_device)[0] == kDLCPU:
+        return None
+    if stream is None or stream == 2:
+        return 1
     return stream
 
 
-cdef int set_ready_stream(TensorView* v, object stream) except -1:
-    """After an import with consumer ``stream``: the producer made the data ready there."""
-    if stream is None or stream == -1 or not is_cuda_family(v.device):
+cdef int ready_after_request(TensorView* v, object stream_arg) except -1:
+    """Sets the token of data a DLPack producer exported for ``stream_arg``.
+
+    The producer made the data ready on the stream it was given.  Given
+    none (or a DLPack 1.0-era producer without ``__dlpack_device__``), its
+    CUDA data is taken as ready on the legacy stream, the spec's meaning of
+    None, and its pinned memory is waited for on the host: nothing says on
+    which stream its work is, so the whole device is synchronised once.
+    """
+    if not is_cuda_family(v.device):
         return 0
-    v.ready_stream = stream_from_int(<uint64_t>stream)
+    if stream_arg is None:
+        if v.device.device_type == kDLCUDAHost:
+            if view_size(v[0]) != 0:
+                synchronize_device(v.device.device_id)
+            v.ready_stream = NULL
+            return 0
+        return ready_after_bare_capsule(v)
+    if stream_arg == -1:
+        v.ready_stream = NULL  # the consumer takes charge (DLPack: no synchronisation)
+    else:
+        v.ready_stream = _token_of(stream_arg)
+    return 0
+
+
+cdef int ready_after_bare_capsule(TensorView* v) except -1:
+    """A capsule carries no stream: its CUDA data is taken as ready on the
+    legacy stream (the DLPack default), unless no driver can be loaded, when
+    nothing can be pending."""
+    if is_cuda_family(v.device) and v.ready_stream == NULL and driver_available():
+        v.ready_stream = _LEGACY
     return 0
 
 
@@ -175,17 +284,20 @@ cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except 
     A DLPack producer was asked to do that itself (then S already is the
     ready stream and nothing happens); for a CUDA array interface, a capsule
     or another DLPackArray, S is ordered after the data's ready stream here.
-    ``moved``: the import changed the device (a device request), so a stream
-    checked against the source's device is not re-checked against the CPU.
+    S = 2 is ordered in the calling thread and the token kept (a per-thread
+    stream is no token).  ``moved``: the import changed the device (a device
+    request), so a stream checked against the source's device is not
+    re-checked against the CPU.
     """
     if stream is None:
         return 0
     if not (moved and v.device.device_type == kDLCPU):
         _check_stream_value(v.device, stream)
-    if stream == -1 or not is_cuda_family(v.device):
+    if stream == -1 or not is_cuda_family(v.device) or v.ready_stream == NULL:
         return 0
     order_for_consumer(v, stream)
-    v.ready_stream = stream_from_int(<uint64_t>stream)
+    if stream != 2:
+        v.ready_stream = _token_of(stream)
     return 0
 
 
@@ -263,7 +375,16 @@ cdef object view_from_cuda_array_interface(object obj, object iface, TensorView*
         out.device.device_type = kDLCUDA
     else:
         out.device = device_of_pointer(out.data)
-    out.ready_stream = NULL if stream is None else stream_from_int(<uint64_t>stream)
+    out.ready_stream = NULL
+    if stream is None:
+        return obj  # CAI v3: no synchronisation needed
+    if stream != 2:
+        out.ready_stream = _token_of(stream)
+    elif view_size(out[0]) != 0:
+        # The exporter's per-thread stream is this thread's: resolved here,
+        # where that value means it, by ordering the legacy stream after it.
+        order_streams(out.device.device_id, per_thread_stream(), _LEGACY)
+        out.ready_stream = _LEGACY
     return obj
 
 
@@ -280,12 +401,9 @@ cdef dict export_cuda_array_interface(const TensorView* v, tuple shape):
     strides = None
     if not is_c_contiguous(v[0]):
         strides = tuple([byte_stride(v[0], i) for i in range(v.ndim)])
-    if v.ready_stream == NULL:
-        stream = 1  # ready on the legacy default stream
-    elif v.ready_stream == per_thread_stream():
-        stream = 2
-    else:
-        stream = <uintptr_t>v.ready_stream
+    # CAI v3: None when nothing is pending, so consumers do not synchronise
+    # for nothing; 1 the legacy stream; never 2 (a token never holds it).
+    stream = None if v.ready_stream == NULL else <uintptr_t>v.ready_stream
     ptr = <uintptr_t>v.data + v.byte_offset if view_size(v[0]) != 0 else 0
     return {"shape": shape, "typestr": typestr, "descr": [("", typestr)],
             "data": (ptr, bool(v.readonly)), "strides": strides, "version": 3,

@@ -377,13 +377,16 @@ cdef object _export_requested(const TensorView* v, object owner, object stream, 
         v = &on_host
     if copy is True:
         if is_cuda_device(v.device) and not to_host:
-            # CUDA hook: a copy on the device, ready on the data's ready stream.
-            owner = copy_on_device_into(v, &copied)
+            # CUDA hook: a copy on the device, ready on the data's ready stream;
+            # the source's owner lives as long as the (enqueued) copy.
+            owner = copy_on_device_into(v, &copied, owner)
         else:
             owner = copy_to_heap(v, &copied)
         flags |= kFlagIsCopied
         v = &copied
     if order and is_cuda_stream_device(v.device):
-        # (A host copy of pinned/managed memory is ready already: no ordering.)
+        # (A host copy of pinned/managed memory is ready already: no ordering.
+        # Pinned/managed memory for stream=None, as np.from_dlpack asks: the
+        # host waits for it.)
         order_for_consumer(v, stream)
     return _new_capsule(v, owner, versioned, flags)

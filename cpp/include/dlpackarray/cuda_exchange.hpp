@@ -29,6 +29,11 @@ void order_streams(int device_id, void* ready, void* consumer);
 // be pending and nothing happens.
 void synchronize_for_host(const TensorView& v);
 
+// Blocks the host until every stream of device `device_id`'s primary
+// context is idle (cuCtxSynchronize): for memory whose producer named no
+// stream (pinned memory from a producer that takes none).
+void synchronize_device(int device_id);
+
 // Copies device data (v.device CUDA-family; validated) into `dst`, host
 // memory of view_nbytes(src) bytes, densely in C order.  The copy runs on
 // src's ready stream in its context, one 2-D copy per block of rows within
