@@ -22,6 +22,8 @@ cdef class DLPackArray:
     # Live buffer-protocol exports; __init__ of a placeholder refuses while
     # any exist, since they point into the descriptor.
     cdef Py_ssize_t _exports
+    # weakref.ref and WeakValueDictionary (docs/processes.md).
+    cdef object __weakref__
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)

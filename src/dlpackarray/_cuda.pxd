@@ -19,6 +19,7 @@ cdef int synchronize_for_host_read(const TensorView* v) except -1
 cdef int wait_arrow_sync_event(DLDevice d, void* sync_event) except -1
 cdef int copy_device_to_host_into(const TensorView* src, void* dst) except -1
 cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst)
+cdef DeviceOwner copy_host_bytes_to_device(const void* src, Py_ssize_t nbytes, int device_id)
 cdef object consumer_stream_argument(object producer, object stream)
 cdef int set_ready_stream(TensorView* v, object stream) except -1
 cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except -1
