@@ -12,7 +12,6 @@ import importlib.metadata
 
 import numpy as np
 import process_workers
-import pytest
 from conftest import require
 
 from dlpackarray import DLPackArray
@@ -72,7 +71,7 @@ def test_scatter_submit_map_gather_on_a_local_cluster():
             remote = client.submit(lambda: DLPackArray(np.arange(5.0))[::-1]).result()
     finally:
         cloudpickle.unregister_pickle_by_value(process_workers)
-    for x, want, y, got in zip(arrays, expected, echoed, seen, strict=True):
+    for want, y, got in zip(expected, echoed, seen, strict=True):
         # Bit-exact, with layout, dtype and flags (a readonly array arrives readonly,
         # a writable one writable: distributed keeps the writeable flag of each buffer).
         assert process_workers.describe(y) == want

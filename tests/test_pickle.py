@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_roundtrip_property import ALL_DTYPES, strided_views, wrap
 
-from dlpackarray import DLPackArray, DLDeviceType
+from dlpackarray import DLDeviceType, DLPackArray
 from dlpackarray._pickle import FORMAT_VERSION, byte_extent, rebuild
 
 PROTOCOLS = range(2, pickle.HIGHEST_PROTOCOL + 1)
@@ -65,8 +65,10 @@ def test_every_protocol_and_copy_path_round_trips(case, readonly_wrapper):
     if readonly_wrapper and not x.readonly:
         x = DLPackArray(x.__dlpack__(max_version=(1, 3)))  # same memory
     span = byte_extent(x)
-    assert span == (extent(x.shape, [s * x.itemsize for s in x.strides], x.itemsize)[1]
-                    - extent(x.shape, [s * x.itemsize for s in x.strides], x.itemsize)[0])
+    assert span == (
+        extent(x.shape, [s * x.itemsize for s in x.strides], x.itemsize)[1]
+        - extent(x.shape, [s * x.itemsize for s in x.strides], x.itemsize)[0]
+    )
     for protocol in PROTOCOLS:
         data = pickle.dumps(x, protocol=protocol)
         # In-band: the span's bytes once, never the logical size.

@@ -7,7 +7,7 @@ places the elements in that span.  ``rebuild`` imports the span through the
 validated ``from_buffer`` path, so a pickle that does not fit its bytes raises
 instead of producing an out-of-bounds view.
 """
-from pickle import PickleBuffer
+from pickle import PickleBuffer as _PickleBuffer
 
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -88,7 +88,7 @@ def reduce_array(DLPackArray a not None, int protocol):
             span.device.device_id = 0
             span.ready_stream = NULL  # read below, after the wait above
         if protocol >= 5:
-            payload = PickleBuffer(wrap_view(&span, span_owner))
+            payload = _PickleBuffer(wrap_view(&span, span_owner))
         else:
             n = <Py_ssize_t>span.shape[0]
             if v.readonly:

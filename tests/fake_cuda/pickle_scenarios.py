@@ -17,9 +17,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fake_cuda import KIND_MANAGED, FakeCuda, cai  # noqa: E402
-
 from dlpackarray import DLDeviceType, DLPackArray  # noqa: E402
+from fake_cuda import KIND_MANAGED, FakeCuda, cai  # noqa: E402
 
 
 def fake() -> FakeCuda:
