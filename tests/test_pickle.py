@@ -216,7 +216,7 @@ def test_devices_that_cannot_leave_the_process_are_refused(device):
 
 def good_args(x=None):
     x = DLPackArray(np.arange(12, dtype=np.int32).reshape(3, 4)) if x is None else x
-    _fn, args = x.__reduce_ex__(4)
+    _fn, args = x.__reduce_ex__(5)
     return list(args)
 
 

@@ -7,9 +7,9 @@ places the elements in that span.  ``rebuild`` imports the span through the
 validated ``from_buffer`` path, so a pickle that does not fit its bytes raises
 instead of producing an out-of-bounds view.
 """
+cimport cython
 from pickle import PickleBuffer as _PickleBuffer
 
-from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uintptr_t
 
@@ -50,13 +50,24 @@ cdef int _span_of(const TensorView* v, const Extent* e, TensorView* span) except
     return 0
 
 
+@cython.final
+cdef class _WritableBytes:
+    """Pickles ``data`` (bytes) as ``bytearray(data)``: protocols 2-4 have no
+    bytearray opcode, and bytearray's own reduction copies it into a bytes
+    object first; this saves that copy."""
+    cdef bytes data
+
+    def __reduce__(self):
+        return (bytearray, (self.data,))
+
+
 def reduce_array(DLPackArray a not None, int protocol):
     """``a.__reduce_ex__(protocol)``: ``(rebuild, args)``.
 
     Protocol 5 hands pickle a :class:`pickle.PickleBuffer` of the span
     (out-of-band with a ``buffer_callback``, else written in-band as bytes or
     bytearray by its writability); older protocols carry ``bytes`` (read-only
-    arrays) or ``bytearray`` (writable ones).  CUDA device data is copied to
+    arrays) or ``bytes`` that unpickle as a ``bytearray`` (writable ones).  CUDA device data is copied to
     the host first; pinned and managed memory is read once it is ready.
     """
     cdef TensorView* v = &a._view
@@ -64,6 +75,7 @@ def reduce_array(DLPackArray a not None, int protocol):
     cdef Extent e = validate(v[0])
     cdef int i
     cdef Py_ssize_t n
+    cdef _WritableBytes writable
     device = _HOST
     span_owner = a.owner
     if is_cuda_device(v.device):
@@ -91,10 +103,11 @@ def reduce_array(DLPackArray a not None, int protocol):
             payload = _PickleBuffer(wrap_view(&span, span_owner))
         else:
             n = <Py_ssize_t>span.shape[0]
-            if v.readonly:
-                payload = PyBytes_FromStringAndSize(<char*>span.data, n)
-            else:
-                payload = PyByteArray_FromStringAndSize(<char*>span.data, n)
+            payload = PyBytes_FromStringAndSize(<char*>span.data, n)
+            if not v.readonly:
+                writable = _WritableBytes.__new__(_WritableBytes)
+                writable.data = payload
+                payload = writable
     strides = tuple([byte_stride(v[0], i) for i in range(v.ndim)])
     return (rebuild, (FORMAT_VERSION, payload, a.dtype.name, a.shape, strides, -e.lo,
                       bool(v.readonly), device))
