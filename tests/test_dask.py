@@ -12,7 +12,8 @@ import importlib.metadata
 
 import numpy as np
 import process_workers
-from conftest import require
+import pytest
+from conftest import assert_clean_exit, require, run_python
 
 from dlpackarray import DLPackArray
 from dlpackarray._pickle import byte_extent
@@ -30,6 +31,71 @@ def test_sizeof_is_registered_through_the_entry_point():
     # A broadcast array counts its few real bytes, not its logical size.
     assert sizeof(DLPackArray(np.broadcast_to(np.arange(4.0), (2**40, 4)))) == 32
     assert sizeof(DLPackArray(np.zeros((0, 7)))) == 0
+
+
+IMPORT_ORDERS = [
+    "import dlpackarray, distributed",
+    "import distributed, dlpackarray",
+    "import dask, dlpackarray; from distributed.protocol.serialize import serialize",
+    "from distributed.protocol.serialize import serialize; import dlpackarray",
+    "import dask.sizeof, dlpackarray, distributed.protocol",
+]
+
+
+@pytest.mark.parametrize("imports", IMPORT_ORDERS)
+def test_distributed_serializes_with_the_dask_family_in_any_import_order(imports):
+    # The "dask" family (header + the span as one frame) is what keeps arrays out of
+    # the pickle on distributed's protocol-4 routes (through the scheduler).
+    require("distributed", "Dask's distributed scheduler")
+    code = (
+        f"{imports}\n"
+        "import numpy as np\n"
+        "from distributed.protocol import serialize, deserialize\n"
+        "from dlpackarray import DLPackArray\n"
+        "x = DLPackArray(np.arange(12.0).reshape(3, 4))[::-1, ::2]\n"
+        "header, frames = serialize(x, context={'pickle-protocol': 4})\n"
+        "assert header['serializer'] == 'dask', header\n"
+        "assert len(frames) == 1 and memoryview(frames[0]).nbytes == 88, frames\n"
+        "y = deserialize(header, frames)\n"
+        "assert y.tolist() == x.tolist() and y.strides == x.strides and not y.readonly\n"
+        "assert np.shares_memory(np.asarray(y), np.asarray(x))  # no copy in-process\n"
+    )
+    assert_clean_exit(run_python(code), imports)
+
+
+def test_dask_alone_imports_no_distributed():
+    require("dask", "the dask.sizeof entry point")
+    code = (
+        "import sys, dask.sizeof, numpy as np, dlpackarray\n"
+        "assert dask.sizeof.sizeof(dlpackarray.DLPackArray(np.zeros(10))) == 80\n"
+        "assert 'distributed' not in sys.modules\n"
+    )
+    assert_clean_exit(run_python(code))
+
+
+def test_dask_family_round_trips_every_layout():
+    require("distributed", "Dask's distributed scheduler")
+    from distributed.protocol import deserialize, serialize
+
+    ro = np.arange(6.0)
+    ro.flags.writeable = False
+    for x in [
+        DLPackArray(np.arange(60, dtype=np.int64).reshape(3, 4, 5)[::-1, 1::2, ::-2]),
+        DLPackArray(ro),
+        DLPackArray(np.broadcast_to(np.int8(1), (10**4, 3))),
+        DLPackArray(np.arange(16, dtype=np.uint16)).view("bfloat16")[::3],
+        DLPackArray(np.array(1 + 2j)),
+        DLPackArray(np.zeros((2, 0), np.uint8)),
+    ]:
+        header, frames = serialize(x)
+        assert header["serializer"] == "dask"
+        assert memoryview(frames[0]).nbytes == byte_extent(x)
+        for received in (frames, [bytes(memoryview(f)) for f in frames]):
+            y = deserialize(header, received)
+            assert process_workers.describe(y) == process_workers.describe(x)
+        with pytest.raises(ValueError, match="cannot unpickle a DLPackArray"):
+            deserialize(header, [b"\0" * (memoryview(frames[0]).nbytes - 1)] if x.size else
+                        [b"", b""])  # fmt: skip
 
 
 def test_scatter_submit_map_gather_on_a_local_cluster():
@@ -69,6 +135,13 @@ def test_scatter_submit_map_gather_on_a_local_cluster():
             seen = client.gather(client.map(process_workers.describe, futures))
             # Arrays made on a worker come back too.
             remote = client.submit(lambda: DLPackArray(np.arange(5.0))[::-1]).result()
+            # The workers serialize DLPackArrays with the "dask" family too.
+            families = client.run(
+                lambda: __import__("distributed").protocol.serialize(DLPackArray(b"ab"))[0][
+                    "serializer"
+                ]
+            )
+            assert set(families.values()) == {"dask"}
     finally:
         cloudpickle.unregister_pickle_by_value(process_workers)
     for want, y, got in zip(expected, echoed, seen, strict=True):
