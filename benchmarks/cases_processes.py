@@ -94,8 +94,11 @@ def cases() -> list[Case]:
             name="B12/pickle-default-protocol/64MB",
             title="pickle.dumps default protocol (4 before Python 3.14) round trip",
             setup=_arrays,
-            contenders=_pair(DEFAULT, "bytes unpickled as a bytearray: one copy more than "
-                             "NumPy, which writes into the unpickled bytes object"),  # fmt: skip
+            contenders=_pair(
+                DEFAULT,
+                "bytes unpickled as a bytearray: one copy more than "
+                "NumPy, which writes into the unpickled bytes object",
+            ),
             anchor="numpy",
             params={"x": NBYTES},
         ),
