@@ -109,6 +109,9 @@ class Case:
     # A failing setup ends the run instead of being recorded (the case exists
     # to measure something of dlpackarray's that must be buildable).
     required: bool = False
+    # Called with the namespace after the measurements (stops what setup
+    # started, such as B12's Dask cluster).
+    teardown: Callable[[dict], Any] | None = None
 
 
 @dataclass
@@ -247,6 +250,8 @@ def run_case(case: Case, settings: Settings, log: Callable[[str], Any] = print) 
             entry["gbps_q1"] = case.nbytes / entry["q3_ns"]
             entry["gbps_q3"] = case.nbytes / entry["q1_ns"]
     _add_ratios(record, case)
+    if case.teardown is not None:
+        case.teardown(ns)
     del ns
     gc.collect()
     return record

@@ -25,13 +25,14 @@ from benchmarks import (
     cases_copies,
     cases_cuda,
     cases_exchange,
+    cases_processes,
     cases_scaling,
     report,
 )
 from benchmarks.harness import Settings, now_iso, run_case
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11")
+FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B12")
 
 
 def all_cases():
@@ -42,6 +43,7 @@ def all_cases():
         + cases_arrow.cases()
         + cases_capi.cases()
         + cases_cuda.cases()
+        + cases_processes.cases()
     )
 
 
@@ -55,6 +57,7 @@ def _versions() -> dict:
         ("apache-tvm-ffi", "tvm_ffi"),
         ("pyarrow", "pyarrow"),
         ("polars", "polars"),
+        ("distributed", "distributed"),
     ):
         try:
             mod = importlib.import_module(module)
@@ -101,7 +104,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--cases",
         default=None,
-        help="comma-separated families (B1..B11) or case-name prefixes",
+        help="comma-separated families (B1..B12) or case-name prefixes",
     )
     p.add_argument("--out-dir", default=RESULTS_DIR, help="where results are written")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

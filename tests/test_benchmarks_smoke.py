@@ -137,3 +137,17 @@ def test_a_family_does_not_select_another_family_with_the_same_prefix():
     chosen = bench_run.select(bench_run.all_cases(), "B1", smoke=True)
     assert chosen and {c.family for c in chosen} == {"B1"}
     assert {c.family for c in bench_run.select(bench_run.all_cases(), "B10", smoke=True)} == {"B10"}
+
+
+def test_b12_pickle_cases_run(tmp_path):
+    # B12's pickle cases (the Dask one starts a cluster; CI's full smoke run covers it).
+    result = bench_run.main(
+        ["--smoke", "--name", "p", "--out-dir", str(tmp_path), "--no-plots"]
+        + ["--cases", "B12/pickle-out-of-band,B12/pickle-in-band"]
+    )
+    cases = {c["name"]: c for c in result["cases"]}
+    assert set(cases) == {"B12/pickle-out-of-band/64MB", "B12/pickle-in-band/64MB"}
+    for case in cases.values():
+        assert "error" not in case
+        assert all("median_ns" in e for e in case["contenders"].values()), case["contenders"]
+        assert case["targets"][0]["status"] in ("met", "missed")

@@ -34,6 +34,7 @@ STUBS = {
     "dlpackarray._dlpack": "_dlpack.pyi",
     "dlpackarray._exchange": "_exchange.pyi",
     "dlpackarray._capi": "_capi.pyi",
+    "dlpackarray._pickle": "_pickle.pyi",
 }
 
 #: Members Cython generates on its own: object creation, pickling support, and the

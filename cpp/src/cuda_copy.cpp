@@ -2,6 +2,8 @@
 // sequence of driver copies on the data's ready stream: 2-D copies
 // (cuMemcpy2DAsync) where the pitches are within the device's limit, 1-D
 // copies (cuMemcpyDtoHAsync / cuMemcpyDtoDAsync, no pitch) for single rows.
+// Host-to-device uploads (unpickling) are one 1-D copy.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -175,6 +177,41 @@ CUdeviceptr copy_on_device(const TensorView& src) {
       t.cuMemFree_v2(p);
       throw;
     }
+  }
+  return p;
+}
+
+CUdeviceptr copy_host_to_device(int device_id, const void* src, int64_t nbytes) {
+  if (nbytes < 0) fail(ErrorKind::Value, "copy_host_to_device: negative byte count");
+  const DriverTable& t = driver();
+  DeviceScope scope(device_id);
+  CUdeviceptr p = 0;
+  check(t.cuMemAlloc_v2(&p, static_cast<size_t>(nbytes > 0 ? nbytes : 1)), "cuMemAlloc");
+  try {
+    // Rows of at most the device's copy pitch: a wider pitch is refused
+    // even for a single row.
+    const int64_t max_pitch = max_copy_pitch(device_id);
+    for (int64_t done = 0; done < nbytes;) {
+      const int64_t width = std::min(nbytes - done, max_pitch);
+      Memcpy2D c{};
+      c.srcMemoryType = kMemoryTypeHost;
+      c.srcHost = static_cast<const char*>(src) + done;
+      c.srcPitch = static_cast<size_t>(width);
+      c.dstMemoryType = kMemoryTypeDevice;
+      c.dstDevice = p + static_cast<CUdeviceptr>(done);
+      c.dstPitch = static_cast<size_t>(width);
+      c.WidthInBytes = static_cast<size_t>(width);
+      c.Height = 1;
+      check(t.cuMemcpy2DAsync_v2(&c, legacy_stream()), "cuMemcpy2DAsync");
+      done += width;
+    }
+    // The caller frees `src` next, and the new data must be ready on the
+    // legacy stream (a NULL ready token) for every consumer.
+    BlockingCall unlocked;
+    check(t.cuStreamSynchronize(legacy_stream()), "cuStreamSynchronize");
+  } catch (...) {
+    t.cuMemFree_v2(p);
+    throw;
   }
   return p;
 }

@@ -33,6 +33,8 @@ cdef class DLPackArray:
     cdef tuple _strides
     # An ArrayState; C-level only, so Python code cannot forge it.
     cdef unsigned char _state
+    # weakref.ref and WeakValueDictionary (docs/processes.md).
+    cdef object __weakref__
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)

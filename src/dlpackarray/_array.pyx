@@ -54,6 +54,17 @@ cdef type _MMAP_TYPE = _mmap_module.mmap
 
 cdef tuple _DLPACK_INFO = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 
+# dlpackarray._pickle, imported on first use: it cimports this module.
+cdef object _pickle_module = None
+
+
+cdef object _pickling():
+    global _pickle_module
+    if _pickle_module is None:
+        from dlpackarray import _pickle
+        _pickle_module = _pickle
+    return _pickle_module
+
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner):
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
@@ -639,6 +650,23 @@ cdef class DLPackArray:
         cdef TensorView result
         owner = copy_to_heap(&self._view, &result)
         return wrap_view(&result, owner)
+
+    # -- pickle and copy (docs/processes.md; the machinery is in _pickle.pyx) ------
+    def __reduce_ex__(self, protocol, /):
+        """Pickle support: protocol 5 ships the data out-of-band (no copy) when
+        pickle has a ``buffer_callback``; only the bytes the elements span."""
+        check_ready(self)
+        return _pickling().reduce_array(self, protocol)
+
+    def __copy__(self):
+        """``copy.copy``: a writable C-contiguous copy with memory of its own."""
+        check_ready(self)
+        return _pickling().copy_array(self)
+
+    def __deepcopy__(self, memo, /):
+        """``copy.deepcopy``: as :meth:`__copy__` (the elements hold no objects)."""
+        check_ready(self)
+        return _pickling().copy_array(self)
 
     # -- zero-copy views -------------------------------------------------------
     def __getitem__(self, key):

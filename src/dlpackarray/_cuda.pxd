@@ -26,6 +26,7 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
                                      bint host_only)
 cdef int ready_after_request(TensorView* v, object stream_arg) except -1
 cdef int ready_after_bare_capsule(TensorView* v) except -1
+cdef DeviceOwner copy_host_bytes_to_device(const void* src, Py_ssize_t nbytes, int device_id)
 cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except -1
 cdef object view_from_cuda_array_interface(object obj, object iface, TensorView* out)
 cdef dict export_cuda_array_interface(const TensorView* v, tuple shape)

@@ -28,6 +28,8 @@ cdef extern from "dlpackarray/cuda_exchange.hpp" namespace "dla::cuda":
     void synchronize_device(int device_id) except +raise_py_error
     void copy_device_to_host(const TensorView& src, void* dst) nogil except +raise_py_error
     CUdeviceptr copy_on_device(const TensorView& src) except +raise_py_error
+    CUdeviceptr copy_host_to_device(int device_id, const void* src,
+                                    int64_t nbytes) nogil except +raise_py_error
     void free_device(int device_id, CUdeviceptr p)
     void wait_event_on_host(int device_id, CUevent event) nogil except +raise_py_error
     cbool driver_loaded()
@@ -153,6 +155,16 @@ cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst, obj
     for i in range(dst.ndim - 1, -1, -1):
         dst.strides[i] = step
         step *= dst.shape[i] if dst.shape[i] > 0 else 1
+    return owner
+
+
+cdef DeviceOwner copy_host_bytes_to_device(const void* src, Py_ssize_t nbytes, int device_id):
+    """A new allocation on CUDA device ``device_id`` holding ``nbytes`` host
+    bytes from ``src``, ready on every stream (the host waited for the copy)."""
+    cdef DeviceOwner owner = DeviceOwner.__new__(DeviceOwner)
+    owner.device_id = device_id
+    with nogil:
+        owner.ptr = copy_host_to_device(device_id, src, nbytes)
     return owner
 
 

@@ -49,6 +49,12 @@ CUdeviceptr copy_on_device(const TensorView& src);
 
 void free_device(int device_id, CUdeviceptr p) noexcept;
 
+// A new allocation of max(nbytes, 1) bytes on device `device_id` holding a
+// copy of `nbytes` of host memory at `src`; the host waits for the copy, so
+// `src` may be freed on return and the data is ready on every stream.  For
+// unpickling (docs/processes.md).  Free with free_device().
+CUdeviceptr copy_host_to_device(int device_id, const void* src, int64_t nbytes);
+
 // Copies `nbytes` of device memory at `src` (on CUDA-family device `d`) to
 // host memory `dst` on the legacy stream, and waits for the copy.  For small
 // reads of data known to be ready (an Arrow validity bitmap after its

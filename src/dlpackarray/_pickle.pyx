@@ -1,0 +1,213 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Pickling, copying and Dask sizing of DLPackArray (docs/processes.md).
+
+A pickled array is the contiguous span of bytes its elements cover (never its
+logical size: a broadcast array ships its few real bytes) plus the layout that
+places the elements in that span.  ``rebuild`` imports the span through the
+validated ``from_buffer`` path, so a pickle that does not fit its bytes raises
+instead of producing an out-of-bounds view.
+"""
+cimport cython
+from pickle import PickleBuffer as _PickleBuffer
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport uintptr_t
+
+from dlpackarray.abi cimport DLDeviceType, kDLCPU, kDLCUDA, kDLUInt
+from dlpackarray.core cimport (
+    Extent, TensorView, byte_stride, device_is_host_accessible, device_text, validate,
+)
+from dlpackarray._array cimport DLPackArray, wrap_view
+from dlpackarray._array_interface cimport view_from_typed_buffer
+from dlpackarray._buffer cimport BufferOwner
+from dlpackarray._common cimport copy_to_heap
+from dlpackarray._cuda cimport (
+    DeviceOwner, copy_host_bytes_to_device, copy_on_device_into, is_cuda_device,
+    synchronize_for_host_read,
+)
+
+#: The layout of ``rebuild``'s arguments.  A pickle names its version first, so
+#: a future layout can still read this one and this one refuses a newer one.
+FORMAT_VERSION = 1
+
+cdef tuple _HOST = (int(kDLCPU), 0)
+
+
+cdef int _span_of(const TensorView* v, const Extent* e, TensorView* span) except -1:
+    """``span``: the bytes ``[lo, hi)`` that ``v``'s elements cover, as 1-D uint8
+    on ``v``'s device (host and CUDA data are addresses, never opaque handles)."""
+    span.set_ndim(1)
+    span.shape[0] = e.hi - e.lo
+    span.strides[0] = 1
+    span.dtype.code = kDLUInt
+    span.dtype.bits = 8
+    span.dtype.lanes = 1
+    span.data = <void*>(<uintptr_t>v.data + <uintptr_t>v.byte_offset + <uintptr_t>e.lo)
+    span.byte_offset = 0
+    span.device = v.device
+    span.readonly = v.readonly
+    span.ready_stream = v.ready_stream
+    return 0
+
+
+@cython.final
+cdef class _WritableBytes:
+    """Pickles ``data`` (bytes) as ``bytearray(data)``: protocols 2-4 have no
+    bytearray opcode, and bytearray's own reduction copies it into a bytes
+    object first; this saves that copy."""
+    cdef bytes data
+
+    def __reduce__(self):
+        return (bytearray, (self.data,))
+
+
+def reduce_array(DLPackArray a not None, int protocol):
+    """``a.__reduce_ex__(protocol)``: ``(rebuild, args)``.
+
+    Protocol 5 hands pickle a :class:`pickle.PickleBuffer` of the span
+    (out-of-band with a ``buffer_callback``, else written in-band as bytes or
+    bytearray by its writability); older protocols carry ``bytes`` (read-only
+    arrays) or ``bytes`` that unpickle as a ``bytearray`` (writable ones).  CUDA device data is copied to
+    the host first; pinned and managed memory is read once it is ready.
+    """
+    cdef TensorView* v = &a._view
+    cdef TensorView span, host
+    cdef Extent e = validate(v[0])
+    cdef int i
+    cdef Py_ssize_t n
+    cdef _WritableBytes writable
+    device = _HOST
+    span_owner = a.owner
+    if is_cuda_device(v.device):
+        device = (int(kDLCUDA), int(v.device.device_id))
+    elif not device_is_host_accessible(v.device):
+        raise BufferError(
+            f"cannot pickle a DLPackArray on {device_text(v.device).decode()}: only host "
+            "memory and CUDA device memory can leave the process")
+    elif v.device.device_type != kDLCPU:
+        synchronize_for_host_read(v)
+    _span_of(v, &e, &span)
+    if e.size == 0:
+        # Nothing to ship; the span may have no address at all.
+        payload = b"" if v.readonly else bytearray()
+    else:
+        if device is not _HOST:
+            span_owner = copy_to_heap(&span, &host)  # waits for the device copy
+            host.readonly = v.readonly
+            span = host
+        else:
+            span.device.device_type = kDLCPU
+            span.device.device_id = 0
+            span.ready_stream = NULL  # read below, after the wait above
+        if protocol >= 5:
+            payload = _PickleBuffer(wrap_view(&span, span_owner))
+        else:
+            n = <Py_ssize_t>span.shape[0]
+            payload = PyBytes_FromStringAndSize(<char*>span.data, n)
+            if not v.readonly:
+                writable = _WritableBytes.__new__(_WritableBytes)
+                writable.data = payload
+                payload = writable
+    strides = tuple([byte_stride(v[0], i) for i in range(v.ndim)])
+    return (rebuild, (FORMAT_VERSION, payload, a.dtype.name, a.shape, strides, -e.lo,
+                      bool(v.readonly), device))
+
+
+cdef int _check_int_tuple(object value, str what) except -1:
+    if type(value) is not tuple:
+        raise TypeError(f"cannot unpickle a DLPackArray: {what} must be a tuple, got "
+                        f"{type(value).__name__}")
+    for item in <tuple>value:
+        if type(item) is not int:
+            raise TypeError(f"cannot unpickle a DLPackArray: {what} must hold ints, got "
+                            f"{item!r}")
+    return 0
+
+
+def rebuild(version, data, dtype, shape, strides, offset, readonly, device):
+    """Reconstruct a pickled :class:`DLPackArray` (what pickles call; not API).
+
+    Parameters
+    ----------
+    version : int
+        :data:`FORMAT_VERSION` of the pickling side.
+    data : buffer-protocol object
+        The span of bytes the elements cover (a ``PickleBuffer``, the buffer
+        handed to ``pickle.loads``, bytes or bytearray); viewed, not copied.
+    dtype : str
+        The element type's name.
+    shape, strides : tuple of int
+        Strides in bytes, as the span is laid out.
+    offset : int
+        Bytes from the start of ``data`` to the first element.
+    readonly : bool
+        The result is read-only when this is true or ``data`` is read-only.
+    device : tuple of (int, int)
+        ``(1, 0)`` for host memory; ``(2, n)``: copied onto CUDA device ``n``.
+
+    Raises
+    ------
+    TypeError, ValueError, OverflowError, BufferError
+        If the arguments are malformed or the layout reaches outside ``data``
+        (every check of :meth:`DLPackArray.from_buffer`), or the device
+        cannot be used here.
+    """
+    cdef TensorView v
+    cdef DeviceOwner on_device
+    cdef BufferOwner buf
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise ValueError(f"cannot unpickle a DLPackArray of format version {version!r}: this "
+                         f"dlpackarray reads version {FORMAT_VERSION}")
+    if type(dtype) is not str:
+        raise TypeError(f"cannot unpickle a DLPackArray: dtype must be a str, got {dtype!r}")
+    _check_int_tuple(shape, "shape")
+    _check_int_tuple(strides, "strides")
+    if type(offset) is not int:
+        raise TypeError(f"cannot unpickle a DLPackArray: offset must be an int, got {offset!r}")
+    if type(readonly) is not bool:
+        raise TypeError(f"cannot unpickle a DLPackArray: readonly must be a bool, got "
+                        f"{readonly!r}")
+    _check_int_tuple(device, "device")
+    if len(<tuple>device) != 2 or not (device == _HOST or device[0] == kDLCUDA):
+        raise ValueError(f"cannot unpickle a DLPackArray for device {device!r}: pickles hold "
+                         "host data (1, 0) or CUDA device data (2, n)")
+    try:
+        owner = view_from_typed_buffer(data, dtype, shape, strides, offset, &v)
+    except (TypeError, ValueError, OverflowError, BufferError) as exc:
+        raise type(exc)(f"cannot unpickle a DLPackArray: {exc}") from None
+    if readonly:
+        v.readonly = True
+    if device == _HOST:
+        return wrap_view(&v, owner)
+    # CUDA: the whole span goes to the device, placed as it was in the buffer.
+    buf = <BufferOwner>owner
+    if not 0 <= device[1] <= 0x7fffffff:
+        raise ValueError(f"cannot unpickle a DLPackArray for CUDA device {device[1]}")
+    try:
+        on_device = copy_host_bytes_to_device(buf.buf.buf, buf.buf.len, <int>device[1])
+    except (BufferError, ValueError) as exc:
+        raise BufferError(f"cannot unpickle a DLPackArray onto CUDA device {device[1]}: "
+                          f"{exc}") from None
+    v.data = <void*>(<uintptr_t>on_device.ptr + (<uintptr_t>v.data - <uintptr_t>buf.buf.buf))
+    v.device.device_type = <DLDeviceType>kDLCUDA
+    v.device.device_id = <int>device[1]
+    v.ready_stream = NULL
+    return wrap_view(&v, on_device)
+
+
+def copy_array(DLPackArray a not None):
+    """``copy.copy(a)`` and ``copy.deepcopy(a)``: a writable C-contiguous copy in
+    memory of its own, on the same device for CUDA data (``ndarray.copy``)."""
+    cdef TensorView result
+    if is_cuda_device(a._view.device):
+        owner = copy_on_device_into(&a._view, &result, a)
+    else:
+        owner = copy_to_heap(&a._view, &result)
+    return wrap_view(&result, owner)
+
+
+def byte_extent(DLPackArray a not None):
+    """Bytes of memory ``a``'s elements span (``dask.sizeof``): a broadcast
+    array counts its real bytes, not its logical size."""
+    cdef Extent e = validate(a._view)
+    return e.hi - e.lo
