@@ -66,6 +66,18 @@ cdef object _pickling():
     return _pickle_module
 
 
+# numpy.ndarray once numpy is imported (looked up lazily, so the package never
+# imports numpy itself).
+cdef object _NDARRAY_TYPE = None
+
+
+cdef inline object _ndarray_type():
+    global _NDARRAY_TYPE
+    if _NDARRAY_TYPE is None:
+        _NDARRAY_TYPE = getattr(sys.modules.get("numpy"), "ndarray", None)
+    return _NDARRAY_TYPE
+
+
 cdef DLPackArray wrap_view(const TensorView* v, object owner):
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     a._view = v[0]
@@ -202,9 +214,10 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             dl_device = device_tuple(parse_device(device))
         refusal = None
         # CUDA hook: a CUDA producer is asked with a stream even when none
-        # was given, so its pending work is ordered (docs/cuda.md).
+        # was given, so its pending work is ordered (docs/cuda.md).  An exact
+        # ndarray is host memory: no __dlpack_device__ round trip for it.
         stream_arg = producer_stream_argument(obj, stream, dl_device,
-                                              <object>t is _NDARRAY_TYPE)
+                                              <object>t is _ndarray_type())
         try:
             capsule = request_capsule(obj, dl_device, copy, stream_arg)
         except (BufferError, TypeError) as e:
