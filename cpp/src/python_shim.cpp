@@ -69,9 +69,10 @@ void give_block(void* block) {
 // included.  Taking the GIL then is unsafe whatever is checked first:
 // Py_IsInitialized / _Py_IsFinalizing are only snapshots, and between the
 // check and PyGILState_Ensure the main thread can start finalizing (the thread
-// is then ended with pthread_exit inside take_gil: an abort through any
-// noexcept frame) or finish it (PyGILState_Ensure then builds a thread state
-// for a NULL or freed interpreter: a segfault), and on 3.12+ it can also hang.
+// is then ended with pthread_exit inside take_gil, an abort through any
+// noexcept frame; 3.14 hangs it forever instead) or finish it
+// (PyGILState_Ensure then builds a thread state for a NULL or freed
+// interpreter: a segfault).
 // Py_AddPendingCall is no way out: it too reads the interpreter (freed after
 // finalization), its queue holds 32 calls, and only one thread runs them.
 //
