@@ -17,9 +17,10 @@ from dlpackarray._cuda cimport (
 )
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
 
-# Every module imports this one first: from here on, releases made at
-# interpreter exit by threads without the GIL leak instead of entering Python
-# (python_shim.hpp, docs/reliability.md).
+# Every module that exports imports this one, so the shutdown gate is set up
+# before the first export: releases made at interpreter exit by threads
+# without the GIL leak instead of entering Python (python_shim.hpp,
+# docs/reliability.md).
 install_shutdown_gate()
 
 cdef dict _dtype_cache = {}
