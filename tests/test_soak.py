@@ -9,8 +9,8 @@ form (docs/reliability.md):
 
 - ``DLPACKARRAY_SOAK_CYCLES`` cycles per path (bounded 20000; full 1000000);
 - ``DLPACKARRAY_STRESS_SECONDS`` seconds of 16-thread stress (bounded 3; full 60);
-- ``DLPACKARRAY_SHUTDOWN_RUNS`` interpreters ended with deleters in flight
-  (bounded 5; full 100).
+- ``DLPACKARRAY_SHUTDOWN_RUNS`` interpreters ended with DLPack deleters and
+  Arrow releases in flight (bounded 5; full 100).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 import sys
 
 import pytest
+import shutdown_race
 from conftest import assert_clean_exit, run_python
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "adversarial"))
@@ -255,17 +256,24 @@ print(kept, ref() is None)
 
 @pytest.mark.slow
 def test_deleters_racing_interpreter_shutdown(helper_dir):
-    code = TAKE.format(folder=helper_dir) + (
-        r"""
+    # DLPack deleters and the release callbacks of the four Arrow exports that
+    # hold their source (issue 17, item 10), spread over the exit.
+    code = (
+        TAKE.format(folder=helper_dir)
+        + shutdown_race.PRELUDE.replace("def take(", "def take_any(")
+        + r"""
 caps = [DLPackArray(np.arange(16.0)).__dlpack__(max_version=(1, 3)) for _ in range(200)]
 caps += [DLPackArray(memoryview(bytearray(64))).__dlpack__(max_version=(1, 3)) for _ in range(50)]
 addresses = [take(c) for c in caps]
-# Detached threads call the deleters up to 2 ms from now; the interpreter
-# is already finalising by then.
+kinds = ARROW_KINDS
+pairs = [take_any(kinds[i % 4], np.arange(16.0) if i % 2 else bytearray(64)) for i in range(100)]
+# Detached threads call the deleters and releases up to 2 ms from now; the
+# interpreter is already finalising by then.
 deleter_threads.delete_detached(addresses, 2000)
+deleter_threads.release_detached(pairs, 2000)
 print("exiting")
 """
-    )
+    ).replace("ARROW_KINDS", repr(shutdown_race.ARROW_KINDS))
     for run in range(SHUTDOWN_RUNS):
         proc = run_python(code)
         assert_clean_exit(proc, f"shutdown run {run}")

@@ -219,6 +219,10 @@ struct StreamPrivate {
   std::string error;
 };
 
+// Stream callbacks report errors through their return code and
+// get_last_error, never by throwing into C.  noexcept is safe here (unlike in
+// the releases): building structs never calls into Python, so CPython cannot
+// end the thread inside with a forced unwind that catch (...) would swallow.
 template <class Fn>
 int guarded(StreamPrivate* p, Fn&& fn) noexcept {
   try {
@@ -486,7 +490,8 @@ void arrow_export_set_keepalive(ArrowExport* ex, void (*release)(void*), void* c
   ex->keep_ctx = ctx;
 }
 
-void arrow_export_unref(ArrowExport* ex) noexcept {
+// Not noexcept, nor is any release callback above it: see arrow_bridge.hpp.
+void arrow_export_unref(ArrowExport* ex) {
   if (ex == nullptr || ex->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (ex->block != nullptr) aligned_free(ex->block);
   if (ex->device_block != 0) cuda::free_device(ex->device.device_id, ex->device_block);

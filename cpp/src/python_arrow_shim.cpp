@@ -93,7 +93,7 @@ PyObject* new_arrow_capsule(ArrowCapsuleKind kind) {
   return capsule;
 }
 
-void release_arrow_keepalive(void* py_object) noexcept {
+void release_arrow_keepalive(void* py_object) {
   release_reference(static_cast<PyObject*>(py_object));
 }
 

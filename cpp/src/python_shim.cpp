@@ -1,9 +1,14 @@
 #include "dlpackarray/python_shim.hpp"
 
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
+#include <thread>
 
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/managed_tensor.hpp"
@@ -57,37 +62,89 @@ void give_block(void* block) {
   }
 }
 
-// Runs `release` with the GIL held, from any thread, keeping an in-flight
-// exception intact.  Returns false, running nothing, when there is no usable
-// interpreter: after Py_Finalize, or while it finalizes and this thread does
-// not hold the GIL (taking it then would hang or kill the thread), so the
-// caller leaks instead.  The GIL is always taken through the re-entrant
-// PyGILState_Ensure: PyGILState_Check alone is only a hint (it answers 1 once
-// sub-interpreters have disabled the check).
+// -- the shutdown gate ---------------------------------------------------------
 //
-// Not noexcept, and neither is any frame between a deleter's entry and here:
-// the finalizing check cannot close the race with Py_Finalize (finalization
-// may begin while this thread waits for the GIL inside PyGILState_Ensure),
-// and CPython then ends the thread with pthread_exit (3.13 and older), a
-// forced unwind.  An unwind that reaches a noexcept frame makes the C++
-// runtime call std::terminate, aborting the whole process; through ordinary
-// frames it just ends the thread.  Nothing has been changed by then (the
-// error state is fetched only once the GIL is held), so the owner reference
-// and the block are leaked, which is all that is possible at shutdown.
-// Nothing here may catch the unwind (abi::__forced_unwind) without
-// rethrowing it.
-template <class Release>
-bool run_holding_gil(Release&& release) {
-  if (!Py_IsInitialized()) return false;
-  if (interpreter_finalizing() && !PyGILState_Check()) return false;
-  PyGILState_STATE state = PyGILState_Ensure();
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  release();
-  PyErr_Restore(type, value, tb);
-  PyGILState_Release(state);
-  return true;
+// A thread that does not hold the GIL (a foreign C thread, or a Python thread
+// in a GIL-released call) may run a release at any time, interpreter shutdown
+// included.  Taking the GIL then is unsafe whatever is checked first:
+// Py_IsInitialized / _Py_IsFinalizing are only snapshots, and between the
+// check and PyGILState_Ensure the main thread can start finalizing (the thread
+// is then ended with pthread_exit inside take_gil, an abort through any
+// noexcept frame; 3.14 hangs it forever instead) or finish it
+// (PyGILState_Ensure then builds a thread state for a NULL or freed
+// interpreter: a segfault).
+// Py_AddPendingCall is no way out: it too reads the interpreter (freed after
+// finalization), its queue holds 32 calls, and only one thread runs them.
+//
+// So the library keeps its own gate, closed by an `atexit` callback: atexit
+// callbacks run while the interpreter is still whole, after the non-daemon
+// threads are joined and before finalization starts (Py_AtExit callbacks come
+// too late, after the teardown).  A release from a thread without the GIL
+// enters Python only through the gate: it counts itself in (g_in_python), then
+// looks at the gate; the closer shuts the gate, then waits until the count is
+// zero, with the GIL released so that the releases inside can take it and
+// finish.  Both sides use sequentially consistent operations, so either the
+// closer sees the release counted in (and waits for it), or the release sees
+// the gate shut (and leaks, touching nothing).  After the gate is shut no
+// thread without the GIL ever calls into CPython again; what it was to drop is
+// leaked, as NumPy does at shutdown.  Releases by a thread that holds the GIL
+// (the main thread during finalization) still run: that thread owns the
+// interpreter, however far its teardown has gone.
+//
+// The wait is bounded (kDrainLimit): a release can only be slow when dropping
+// the reference runs a finalizer that blocks.  A release still inside after
+// that is back to CPython's own rules (ended by pthread_exit when it next
+// waits for the GIL), which is why no frame between a release callback's
+// entry and PyGILState_Ensure is noexcept: a forced unwind through ordinary
+// frames ends the thread instead of aborting the process.  Nothing there may
+// catch the unwind (abi::__forced_unwind) without rethrowing it.
+std::atomic<bool> g_gate_open{true};
+std::atomic<int64_t> g_in_python{0};
+constexpr auto kDrainLimit = std::chrono::seconds(5);
+
+// A fork's child has only the forking thread: whatever the parent's threads
+// had counted in is not in flight there.
+void reset_gate_in_child() noexcept { g_in_python.store(0); }
+
+// Scope of one release inside the gate; counts itself out on every exit,
+// the forced unwind of a thread ended by CPython included.
+class GatePass {
+ public:
+  GatePass() noexcept {
+    g_in_python.fetch_add(1);
+    open_ = g_gate_open.load();
+    if (!open_) g_in_python.fetch_sub(1);
+  }
+  ~GatePass() {
+    if (open_) g_in_python.fetch_sub(1);
+  }
+  GatePass(const GatePass&) = delete;
+  GatePass& operator=(const GatePass&) = delete;
+  bool open() const noexcept { return open_; }
+
+ private:
+  bool open_;
+};
+
+// The atexit callback (GIL held): shuts the gate, then lets the releases
+// already inside finish.
+PyObject* close_gate(PyObject*, PyObject*) {
+  g_gate_open.store(false);
+  if (g_in_python.load() != 0) {
+    Py_BEGIN_ALLOW_THREADS;
+    const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
+    while (g_in_python.load() != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    Py_END_ALLOW_THREADS;
+  }
+  Py_RETURN_NONE;
 }
+
+PyMethodDef g_close_gate_def = {
+    "close_release_gate", close_gate, METH_NOARGS,
+    "dlpackarray: from now on, releases by threads without the GIL leak instead of entering "
+    "Python (registered with atexit)."};
 
 // Whether this thread holds the GIL (is attached to an interpreter) now.
 // 3.12+ keeps the current thread state per thread, NULL while detached; 3.11
@@ -103,6 +160,40 @@ bool holds_gil() noexcept {
   PyThreadState* current = _PyThreadState_UncheckedGet();
   return current != nullptr && current == PyGILState_GetThisThreadState();
 #endif
+}
+
+// Runs `release` with the GIL taken by this thread, which does not hold it,
+// keeping an in-flight exception intact.  Returns false, running nothing,
+// when the gate is shut or the interpreter is gone or finalizing: the caller
+// leaks instead.  The GIL is taken through the re-entrant PyGILState_Ensure
+// (holds_gil() can answer no for a sub-interpreter's thread that holds it).
+// Not noexcept: see the shutdown gate above.
+template <class Release>
+bool run_taking_gil(Release&& release) {
+  GatePass pass;
+  if (!pass.open()) return false;
+  // Second lines of defence only (racy snapshots): an embedder that finalizes
+  // without running atexit callbacks, or the drain's time limit passed.
+  if (!Py_IsInitialized()) return false;
+  if (interpreter_finalizing() && !PyGILState_Check()) return false;
+  PyGILState_STATE state = PyGILState_Ensure();
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  release();
+  PyErr_Restore(type, value, tb);
+  PyGILState_Release(state);
+  return true;
+}
+
+// Runs `release` with the GIL held, from any thread; false as above.
+template <class Release>
+bool run_holding_gil(Release&& release) {
+  if (!holds_gil()) return run_taking_gil(release);
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  release();
+  PyErr_Restore(type, value, tb);
+  return true;
 }
 
 // GIL held.  Drops the owner reference and recycles the block.  Only the
@@ -138,7 +229,7 @@ void release_owner_and_block(PyObject* owner, void* block) {
     release_holding_gil(owner, block);
     return;
   }
-  const bool done = run_holding_gil([&] {
+  const bool done = run_taking_gil([&] {
     Py_XDECREF(owner);
     give_block(block);
   });
@@ -262,6 +353,33 @@ void release_adopted_capsule(PyObject* capsule) {
   }
   PyErr_Clear();
   PyErr_Restore(type, value, tb);
+}
+
+int install_shutdown_gate() noexcept {
+  // Only the main interpreter's exit ends the process; a sub-interpreter's
+  // atexit callbacks would shut the gate for everyone while Python lives on.
+  if (PyInterpreterState_Get() != PyInterpreterState_Main()) return 0;
+  static bool fork_handler_set = false;
+  if (!fork_handler_set) {
+    if (pthread_atfork(nullptr, nullptr, reset_gate_in_child) != 0) {
+      PyErr_SetString(PyExc_RuntimeError, "dlpackarray: pthread_atfork failed");
+      return -1;
+    }
+    fork_handler_set = true;
+  }
+  PyObject* close = PyCFunction_New(&g_close_gate_def, nullptr);
+  if (close == nullptr) return -1;
+  PyObject* atexit = PyImport_ImportModule("atexit");
+  PyObject* done =
+      atexit == nullptr ? nullptr : PyObject_CallMethod(atexit, "register", "O", close);
+  Py_XDECREF(atexit);
+  Py_DECREF(close);
+  if (done == nullptr) return -1;
+  Py_DECREF(done);
+  // Open again for an interpreter initialised after an earlier one ended in
+  // this process (embedding).
+  g_gate_open.store(true);
+  return 0;
 }
 
 void raise_py_error() {

@@ -8,14 +8,20 @@ from libc.stdint cimport int64_t
 from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
 from dlpackarray.core cimport (
     TensorView, aligned_allocate, aligned_free, dtype_from_name, dtype_from_typestr,
-    dtype_itemsize, dtype_name, kCopyAlways, kCopyIfNeeded, kCopyNever, require_host_memory,
-    set_c_strides, strided_copy_to_contiguous, view_nbytes,
+    dtype_itemsize, dtype_name, install_shutdown_gate, kCopyAlways, kCopyIfNeeded, kCopyNever,
+    require_host_memory, set_c_strides, strided_copy_to_contiguous, view_nbytes,
 )
 
 from dlpackarray._cuda cimport (
     copy_device_to_host_into, is_cuda_device, synchronize_for_host_read,
 )
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
+
+# Every module that exports imports this one, so the shutdown gate is set up
+# before the first export: releases made at interpreter exit by threads
+# without the GIL leak instead of entering Python (python_shim.hpp,
+# docs/reliability.md).
+install_shutdown_gate()
 
 cdef dict _dtype_cache = {}
 cdef dict _device_cache = {}

@@ -117,5 +117,6 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     object adopt_managed_legacy(DLManagedTensor* m)
     void release_adopted_capsule(object capsule) noexcept
     void release_reference(PyObject* obj) noexcept
+    int install_shutdown_gate() except -1
     void call_versioned_deleter(DLManagedTensorVersioned* m) noexcept
     void call_legacy_deleter(DLManagedTensor* m) noexcept

@@ -1,7 +1,7 @@
-/* Calls DLPack deleters the way foreign C code does: from threads that are
- * not Python threads and do not hold the GIL, racing interpreter shutdown,
- * or while a Python exception is set.  Used by tests/test_soak.py; built by
- * tests/adversarial/build_ext.py.
+/* Calls DLPack deleters (and Arrow release callbacks) the way foreign C code
+ * does: from threads that are not Python threads and do not hold the GIL,
+ * racing interpreter shutdown, or while a Python exception is set.  Used by
+ * tests/test_soak.py; built by tests/adversarial/build_ext.py.
  *
  * The managed tensors are passed as integer addresses of
  * DLManagedTensorVersioned structs (taken out of their capsules by the
@@ -40,6 +40,17 @@ static void *run_batch(void *arg) {
     if (b->tensors[i]->deleter != NULL) b->tensors[i]->deleter(b->tensors[i]);
   }
   return NULL;
+}
+
+/* "O&" converter: a non-NULL address given as an int. */
+static int address_of(PyObject *obj, void *out) {
+  void *p = PyLong_AsVoidPtr(obj);
+  if (p == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NULL address");
+    return 0;
+  }
+  *(void **)out = p;
+  return 1;
 }
 
 static int read_addresses(PyObject *list, Managed ***out, Py_ssize_t *count) {
@@ -125,6 +136,49 @@ static PyObject *delete_detached(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+typedef struct {
+  void (*release)(void *);
+  void *arg;
+  long delay_us;
+} Call;
+
+static void *run_call(void *arg) {
+  Call *c = (Call *)arg;
+  sleep_us(c->delay_us);
+  c->release(c->arg);
+  return NULL;
+}
+
+/* release_detached(pairs, delay_us): pairs is a list of (release, argument)
+ * addresses, e.g. an Arrow struct's release callback and the struct; one
+ * detached pthread per pair calls release(argument) after up to delay_us,
+ * spread as in delete_detached.  Returns at once. */
+static PyObject *release_detached(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *list;
+  long delay_us;
+  if (!PyArg_ParseTuple(args, "O!l", &PyList_Type, &list, &delay_us)) return NULL;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i) {
+    void *release, *target;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "O&O&", address_of, &release, address_of,
+                          &target))
+      return NULL;
+    /* Leaked on purpose: the thread may outlive everything else. */
+    Call *c = malloc(sizeof(Call));
+    if (c == NULL) return PyErr_NoMemory();
+    *c = (Call){(void (*)(void *))release, target,
+                delay_us > 0 ? (long)(i * 7919 % (delay_us + 1)) : 0};
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, run_call, c) != 0) {
+      free(c);
+      PyErr_SetString(PyExc_OSError, "pthread_create failed");
+      return NULL;
+    }
+    pthread_detach(thread);
+  }
+  Py_RETURN_NONE;
+}
+
 /* delete_with_error_set(address): calls the deleter while a ValueError is
  * set, as happens when an owner dies during exception propagation.  Returns
  * True when the same exception is still set afterwards (then cleared). */
@@ -152,6 +206,7 @@ static PyObject *delete_with_error_set(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"delete_in_threads", delete_in_threads, METH_VARARGS, "deleters from pthreads, joined"},
     {"delete_detached", delete_detached, METH_VARARGS, "deleters from detached pthreads"},
+    {"release_detached", release_detached, METH_VARARGS, "release callbacks from detached pthreads"},
     {"delete_with_error_set", delete_with_error_set, METH_O, "deleter with an error set"},
     {NULL, NULL, 0, NULL}};
 

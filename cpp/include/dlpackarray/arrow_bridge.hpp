@@ -51,10 +51,12 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
 
 // Whether the export still reads the source memory (false after a copy), and
 // then the keepalive whose release(ctx) runs once, when the last reference
-// goes.  Call before building any struct.
+// goes.  Call before building any struct.  Unref, and every release callback
+// that ends in it, is not noexcept: the keepalive's release may take the GIL
+// (python_shim.hpp says why a thread ended there must be able to unwind).
 bool arrow_export_shares_memory(const ArrowExport* ex) noexcept;
 void arrow_export_set_keepalive(ArrowExport* ex, void (*release)(void*), void* ctx) noexcept;
-void arrow_export_unref(ArrowExport* ex) noexcept;
+void arrow_export_unref(ArrowExport* ex);
 
 // Fill caller-provided structs (whose release is NULL); each takes its own
 // reference.  On failure they throw and leave `out->release` NULL.

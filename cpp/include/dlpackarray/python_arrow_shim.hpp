@@ -24,7 +24,9 @@ PyObject* new_arrow_capsule(ArrowCapsuleKind kind);
 
 // ArrowKeepalive release for a strong reference to a Python object: safe on
 // any thread, with or without the GIL, and a leak (never a crash) once the
-// interpreter is finalizing.  Reuses release_reference (python_shim.hpp).
-void release_arrow_keepalive(void* py_object) noexcept;
+// interpreter shuts down.  Reuses release_reference and its shutdown gate
+// (python_shim.hpp), and like it is not noexcept: every release callback of
+// an Arrow export ends here, and a thread CPython ends inside must unwind.
+void release_arrow_keepalive(void* py_object);
 
 }  // namespace dla::py

@@ -30,14 +30,23 @@ DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t fl
 
 // Drops a strong reference from any thread: takes the GIL when needed, keeps
 // an in-flight exception intact, and leaks instead of touching an
-// interpreter that is finalizing or gone.
+// interpreter that is shutting down or gone.
 //
 // This and the functions below that run deleters are deliberately not
-// noexcept: a thread that waits for the GIL when the interpreter starts
-// finalizing is ended by CPython with pthread_exit, a forced unwind, and an
-// unwind that reaches a noexcept frame aborts the process (std::terminate).
-// They neither throw nor catch anything themselves.
+// noexcept: should a thread still be waiting for the GIL when the interpreter
+// finalizes (only past the shutdown gate's time limit, see
+// install_shutdown_gate), CPython ends it with pthread_exit, a forced unwind,
+// and an unwind that reaches a noexcept frame aborts the process
+// (std::terminate).  They neither throw nor catch anything themselves.
 void release_reference(PyObject* obj);
+
+// The shutdown gate of every release made by a thread without the GIL (DLPack
+// deleters, Arrow keepalives; python_shim.cpp says why): opens it and
+// registers with `atexit` the callback that shuts it and waits (bounded) for
+// the releases already inside Python.  Once it is shut, such releases leak
+// instead of entering Python.  Called once at import (main interpreter only;
+// elsewhere a no-op).  Returns -1 with an exception set on failure.
+int install_shutdown_gate() noexcept;
 
 // Makes a consumed capsule (already renamed to "used_dltensor[_versioned]")
 // the owner of its tensor: its destructor is replaced by one that calls the
