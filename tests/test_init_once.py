@@ -85,12 +85,10 @@ NOT_READS = {
     "__dlpack_c_exchange_api__",  # a class constant; its functions: OPERATIONS
     "from_buffer",  # a static constructor
     "__repr__",  # names the state instead of raising
-    "__reduce__",  # object.__reduce__ is superseded by __reduce_ex__ (checked as a member)
-    "__setstate__",
 }
 
 # Arguments a method needs to get past its own argument parsing.
-ARGS = {"__getitem__": (0,), "view": ("uint8",)}
+ARGS = {"__getitem__": (0,), "view": ("uint8",), "__reduce_ex__": (5,), "__deepcopy__": ({},)}
 
 
 def members():

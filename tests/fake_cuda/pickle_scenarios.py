@@ -33,6 +33,7 @@ def device_arrays_pickle_through_the_host_onto_their_device():
     f = fake()
     src = np.arange(48, dtype=np.float32).reshape(6, 8)
     p = f.device_array(src, device=1)
+    f.stream(0x5000, device=1)  # the producer's stream, on the data's device
     x = DLPackArray(cai(p, src.shape, stream=0x5000))
     cases = [(x, src), (x[::-2, 1::3], src[::-2, 1::3]), (x[2, 3], src[2, 3]), (x[:0], src[:0])]
     for view, ref in cases:
@@ -74,6 +75,7 @@ def managed_memory_unpickles_as_host_memory():
     f = fake()
     src = np.arange(6, dtype=np.int16)
     p = f.device_array(src, kind=KIND_MANAGED)
+    f.stream(0x6000)
     x = DLPackArray(cai(p, src.shape, typestr="<i2", stream=0x6000))
     assert x.device == (DLDeviceType.CUDA_MANAGED, 0)
     f.clear()
