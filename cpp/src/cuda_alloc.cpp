@@ -1,13 +1,12 @@
 // Fresh allocations on CUDA-family devices for DLPackArray_Empty.
 #include "dlpackarray/cuda_alloc.hpp"
 
-#include <dlfcn.h>
-
 #include <mutex>
 #include <string>
 
 #include "dlpackarray/cuda_driver.hpp"
 #include "dlpackarray/errors.hpp"
+#include "glibc_dl_compat.hpp"  // dlopen & co. at their pre-2.34 versions
 
 namespace dla::cuda {
 namespace {
