@@ -103,6 +103,10 @@ def _build(name: str):
         return _compile(name, SOURCES / "b10_loops.c", ours, [])
     if name == "b10_cython":
         return _cython(name, SOURCES / "b10_cython.pyx", ours)
+    if name == "b10_numpy":
+        import numpy
+
+        return _compile(name, SOURCES / "b10_numpy.c", [numpy.get_include()], [])
     if name == "b10_tvm":
         from tvm_ffi import libinfo
 
@@ -196,6 +200,26 @@ def _setup() -> dict:
 OURS = "dlpackarray C API (C)"
 
 
+def _setup_from_object() -> dict:
+    import numpy as np
+
+    ns = {"x": np.zeros(1024), "LOOP": LOOP}
+    c = _module("b10_c")
+    if isinstance(c, Exception):
+        raise c
+    ns["from_object"] = c.loop_from_object
+    npy = _module("b10_numpy")
+    ns["from_any"] = (
+        _Unavailable(f"{type(npy).__name__}: {npy}")
+        if isinstance(npy, Exception)
+        else npy.loop_from_any
+    )
+    return ns
+
+
+FROM_OBJECT = "dlpackarray DLPackArray_FromObject (C)"
+
+
 def cases() -> list[Case]:
     def loop(label, fn, note):
         return Contender(label, f"{fn}(LOOP)", note, ops=LOOP)
@@ -256,5 +280,33 @@ def cases() -> list[Case]:
             anchor=OURS,
             targets=[Target(OURS, "", "<=", 100.0, absolute=True)],
             required=True,
-        )
+        ),
+        Case(
+            family="B10",
+            name="B10/from-object",
+            title=(
+                "from C: accept a NumPy float64[1024] array as an array object and drop it "
+                f"(ns per operation, {LOOP} per call)"
+            ),
+            setup=_setup_from_object,
+            contenders=[
+                Contender(
+                    FROM_OBJECT,
+                    "from_object(x, LOOP)",
+                    "DLPackArray_FromObject(ndarray, COPY_IF_NEEDED, NULL) + Py_DECREF, loop in C "
+                    "(a new DLPackArray per call)",
+                    ops=LOOP,
+                ),
+                Contender(
+                    "NumPy PyArray_FromAny (C)",
+                    "from_any(x, LOOP)",
+                    "PyArray_FromAny(ndarray, NULL, 0, 0, 0, NULL) + Py_DECREF: NumPy returns "
+                    "its own array, no new object",
+                    ops=LOOP,
+                ),
+            ],
+            anchor=FROM_OBJECT,
+            targets=[Target(FROM_OBJECT, "", "<=", 100.0, absolute=True)],
+            required=True,
+        ),
     ]

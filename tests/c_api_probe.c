@@ -5,8 +5,9 @@
  * Built by tests/test_c_api_null_and_versions.py against dlpackarray.h alone
  * (C99, -Wall -Werror).  It deliberately never calls import_dlpackarray() at
  * initialisation, so the first call of any wrapper takes the lazy load.
- * PROBE_MODULE names the module (the tests build it twice: once against the
- * header as shipped, once against a copy announcing a newer minor version).
+ * PROBE_MODULE names the module (the tests build it three times: against the
+ * header as shipped, against a copy announcing a newer minor version, and
+ * against the 1.0 header of tests/c_api_1_0/, which lacks the 1.1 calls).
  */
 #include <stdio.h>
 #include <string.h>
@@ -161,6 +162,33 @@ static PyObject* call(PyObject* self, PyObject* args) {
     code = pointer_code(DLPackArray_ToCapsule(NULL, 1));
   } else if (!strcmp(s, "to_capsule(arg)")) {
     code = pointer_code(DLPackArray_ToCapsule(arg, 1));
+#if DLPACKARRAY_C_API_MINOR >= 1
+    /* -- 1.1 (absent when built against the 1.0 header) -- */
+  } else if (!strcmp(s, "empty(cpu)")) {
+    code = pointer_code(DLPackArray_Empty(1, shape, f64, cpu));
+  } else if (!strcmp(s, "empty(shape=NULL)")) {
+    code = pointer_code(DLPackArray_Empty(1, NULL, f64, cpu));
+  } else if (!strcmp(s, "is_contiguous(NULL)")) {
+    code = DLPackArray_IsContiguous(NULL, 'C');
+  } else if (!strcmp(s, "is_contiguous(arg)")) {
+    code = DLPackArray_IsContiguous(arg, 'C');
+  } else if (!strcmp(s, "as_contiguous(NULL)")) {
+    code = pointer_code(DLPackArray_AsContiguous(NULL));
+  } else if (!strcmp(s, "as_contiguous(arg)")) {
+    code = pointer_code(DLPackArray_AsContiguous(arg));
+  } else if (!strcmp(s, "converter(arg, NULL)")) {
+    code = DLPackArray_Converter(arg, NULL);
+  } else if (!strcmp(s, "converter(arg)")) {
+    PyObject* out = NULL;
+    code = DLPackArray_Converter(arg, &out);
+    if (code != 0) code = DLPackArray_Converter(NULL, &out) == 1 && out == NULL ? 2 : -2;
+  } else if (!strcmp(s, "converter(NULL, NULL)")) {
+    code = DLPackArray_Converter(NULL, NULL); /* a cleanup call with nothing to clean */
+  } else if (!strcmp(s, "from_object_on_stream(NULL)")) {
+    code = pointer_code(DLPackArray_FromObjectOnStream(NULL, DLPACKARRAY_COPY_IF_NEEDED, NULL, -1));
+  } else if (!strcmp(s, "from_object_on_stream(arg)")) {
+    code = pointer_code(DLPackArray_FromObjectOnStream(arg, DLPACKARRAY_COPY_IF_NEEDED, NULL, -1));
+#endif
   } else if (!strncmp(s, "ex.", 3)) {
     /* -- the exchange table of type(arg) -- */
     const DLPackExchangeAPI* api;

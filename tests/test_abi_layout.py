@@ -170,10 +170,14 @@ def test_c_header_layout_matches_official_header(official_header, tmp_path, lang
     assert ours == theirs
 
 
-@pytest.mark.parametrize("lang", ["c", "c++"])
+@pytest.mark.parametrize("lang", ["c", "c99", "c++"])
 @pytest.mark.parametrize("official_first", [True, False])
 def test_c_header_coexists_with_official_header(official_header, lang, official_first):
-    cmd = [_compiler(lang), *_lang_flags(lang), "-fsyntax-only", "-Wall", "-Wextra", "-Werror"]
+    # c99: strict ISO C99, where an official dlpack.h included before Python.h would break
+    # Python.h (docs/abi.md, include order).
+    flags = ["-std=c99"] if lang == "c99" else _lang_flags(lang)
+    cmd = [_compiler(lang[:1] if lang == "c99" else lang), *flags]
+    cmd += ["-fsyntax-only", "-Wall", "-Wextra", "-Werror"]
     cmd += [f"-I{OUR_INCLUDE}", f"-I{official_header.parent.parent}", f"-I{PY_INCLUDE}"]
     if official_first:
         cmd.append("-DDLA_OFFICIAL_FIRST")

@@ -81,6 +81,15 @@ def address(obj) -> int:
 
 
 # --- import ------------------------------------------------------------------
+
+
+def used_strides(shape, strides):
+    """The strides of dimensions that move (extent > 1).  The others address nothing, and
+    NumPy versions disagree on them (2.2, the last for Python 3.10, reports another value for
+    an extent-1 dimension of a sliced view than 2.4 does), so they are not compared."""
+    return tuple(s for n, s in zip(shape, strides, strict=True) if n > 1)
+
+
 def test_import_bytes_is_readonly_uint8():
     data = b"\x01\x02\x03\x04"
     x = DLPackArray(data)
@@ -315,7 +324,7 @@ def test_export_contiguity_flags(layout, flag_name):
     else:
         assert info["shape"] == a.shape and info["itemsize"] == 2
     if flags & PyBUF_STRIDES == PyBUF_STRIDES:
-        assert info["strides"] == a.strides
+        assert used_strides(a.shape, info["strides"]) == used_strides(a.shape, a.strides)
     else:
         assert info["strides"] is None
     assert info["format"] == (
@@ -371,7 +380,8 @@ def test_memoryview_export_matches_numpy(shape, data):
     idx = tuple(slice(None, None, data.draw(st.sampled_from([1, 2, -1, -2]))) for _ in shape)
     v = a[idx]
     mv = memoryview(DLPackArray(v))
-    assert mv.shape == v.shape and mv.strides == v.strides
+    assert mv.shape == v.shape
+    assert used_strides(v.shape, mv.strides) == used_strides(v.shape, v.strides)
     np.testing.assert_array_equal(np.asarray(mv), v)
     assert address(np.asarray(mv)) == address(v)
     assert mv.c_contiguous == v.flags.c_contiguous

@@ -106,7 +106,7 @@ def consumer(request, consumer_c, consumer_cpp):
 
 
 def test_versions_and_type_checks(consumer):
-    assert consumer.api_version() == dlpackarray.C_API_VERSION == (1, 0)
+    assert consumer.api_version() == dlpackarray.C_API_VERSION == (1, 1)
     a = DLPackArray(bytearray(4))
     assert consumer.is_array(a) and consumer.is_array_type(a)
     assert not consumer.is_array(bytearray(4)) and not consumer.is_array_type(object())
@@ -209,7 +209,7 @@ def test_capsules(consumer):
 
 
 def test_extension_produces_arrays_that_own_their_tensor(extension):
-    assert extension.versions() == ((1, 0), (1, 0))
+    assert extension.versions() == ((1, 1), (1, 1))
     before = extension.deleted()
     a = extension.produce(4)
     assert type(a) is extension.type() is DLPackArray and extension.check(a)
@@ -250,3 +250,114 @@ def test_extension_wraps_and_borrows(extension):
         extension.total(x)
     assert not extension.check(x)
     assert "dltensor_versioned" in repr(extension.to_capsule(extension.wrap(x), True))
+
+
+# -- C API 1.1: the Cython examples and the C++ extension ---------------------------------------
+
+
+@pytest.fixture(params=["cython-c", "cython-cpp", "c++"])
+def caller(request, consumer_c, consumer_cpp, extension):
+    """The 1.1 functions as each downstream example calls them, with one Python signature."""
+    if request.param == "c++":
+        ext = extension
+        return {
+            "empty": lambda r, c, dev=1: ext.empty((r, c), 2, 32, dev),
+            "contiguity": lambda a: (ext.is_contiguous(a, "C"), ext.is_contiguous(a, "F")),
+            "bad_order": lambda a: ext.is_contiguous(a, "X"),
+            "as_contiguous": ext.as_contiguous,
+            "convert": lambda obj: ext.pair(obj, obj)[0],
+            "on_stream": ext.on_stream,
+        }
+    mod = consumer_c if request.param == "cython-c" else consumer_cpp
+    return {
+        "empty": mod.empty_float32,
+        "contiguity": mod.contiguity,
+        "bad_order": mod.bad_order,
+        "as_contiguous": mod.c_contiguous,
+        "convert": lambda obj: mod.convert(obj)[1],
+        "on_stream": mod.wrap_on_stream,
+    }
+
+
+def test_1_1_empty_is_a_new_c_contiguous_float32_array(caller):
+    a = caller["empty"](3, 4)
+    assert isinstance(a, DLPackArray) and a.shape == (3, 4) and a.strides == (4, 1)
+    assert a.dtype == "float32" and not a.readonly and a.device == (1, 0)
+    x = np.from_dlpack(a)
+    x[...] = 7
+    assert np.from_dlpack(a).sum() == 84
+    assert caller["empty"](3, 4).data_ptr != a.data_ptr
+    with pytest.raises(ValueError, match="negative"):
+        caller["empty"](-1, 4)
+    with pytest.raises(BufferError, match="device type 4"):
+        caller["empty"](1, 1, 4)
+
+
+def test_1_1_contiguity_follows_the_python_properties(caller):
+    x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    for view in (x, x.T, x[:, ::2], x[:, :1, :1], x[:0], np.asfortranarray(x)[:, 1:]):
+        a = DLPackArray(view)
+        assert caller["contiguity"](a) == (a.c_contiguous, a.f_contiguous), view.strides
+    with pytest.raises(ValueError, match="order must be 'C' or 'F', got 'X'"):
+        caller["bad_order"](DLPackArray(x))
+    with pytest.raises(TypeError, match="expected a dlpackarray.DLPackArray"):
+        caller["contiguity"](x)
+
+
+def test_1_1_as_contiguous_returns_the_array_itself_or_a_c_copy(caller):
+    x = np.arange(12.0).reshape(3, 4)
+    a = DLPackArray(x)
+    assert caller["as_contiguous"](a) is a
+    t = DLPackArray(x.T)
+    c = caller["as_contiguous"](t)
+    assert c is not t and c.c_contiguous and c.data_ptr != x.ctypes.data
+    assert np.from_dlpack(c).tolist() == x.T.tolist()
+    ro = DLPackArray(np.frombuffer(b"abcdef", dtype=np.uint8)[::2])
+    assert np.from_dlpack(caller["as_contiguous"](ro)).tobytes() == b"ace"
+    with pytest.raises(TypeError, match="expected a dlpackarray.DLPackArray"):
+        caller["as_contiguous"](x)
+
+
+def test_1_1_converter_wraps_or_passes_through(caller):
+    a = DLPackArray(np.arange(3))
+    assert caller["convert"](a) is a
+    x = np.arange(5, dtype=np.uint8)
+    b = caller["convert"](x)
+    assert isinstance(b, DLPackArray) and b.data_ptr == x.ctypes.data
+    with pytest.raises(TypeError, match="cannot wrap a 'object'"):
+        caller["convert"](object())
+
+
+def test_1_1_converter_cleanup_releases_what_it_stored(extension):
+    # "O&O&|i": the first conversion succeeds, a later argument fails; PyArg_ParseTuple calls
+    # the converter again with NULL, which must drop the new array (and so its source).
+    x = np.arange(4.0)
+    for extra in [(object(),), (x, "not an int")]:
+        rc = sys.getrefcount(x)
+        failed = False
+        try:
+            extension.pair(x, *extra)
+        except TypeError:
+            failed = True  # the handler ends here, with the traceback and its frames
+        gc.collect()
+        assert failed and sys.getrefcount(x) == rc, extra
+    rc = sys.getrefcount(x)
+    a, b, n = extension.pair(x, DLPackArray(x), 3)
+    assert n == 3 and a.data_ptr == b.data_ptr == x.ctypes.data
+    del a, b
+    gc.collect()
+    assert sys.getrefcount(x) == rc
+
+
+def test_1_1_converter_cleanup_from_cython(consumer):
+    x = np.arange(2.0)
+    r, out, cleared = consumer.convert(x)
+    assert r == 0x20000 and cleared  # Py_CLEANUP_SUPPORTED; the cleanup call cleared the slot
+    assert isinstance(out, DLPackArray) and out.data_ptr == x.ctypes.data
+
+
+def test_1_1_from_object_on_stream_follows_the_constructor(caller):
+    x = np.arange(6.0)
+    assert caller["on_stream"](x, -1).data_ptr == x.ctypes.data
+    with pytest.raises(ValueError, match="stream=1 is not valid for CPU data"):
+        caller["on_stream"](x, 1)

@@ -53,7 +53,10 @@ def _build(root: pathlib.Path, name: str, header_text: str) -> str:
     return str(out)
 
 
-NAMES = {"current": "c_api_probe", "newer": "c_api_probe_newer"}
+NAMES = {"current": "c_api_probe", "newer": "c_api_probe_newer", "1.0": "c_api_probe_1_0"}
+# The 1.0 header as released (a checked-in copy): modules built against it must keep working
+# with every later 1.x table.
+HEADER_1_0 = pathlib.Path(__file__).parent / "c_api_1_0" / "dlpackarray" / "dlpackarray.h"
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +71,7 @@ def probes(tmp_path_factory):
     return {
         "current": _build(root, NAMES["current"], header),
         "newer": _build(root, NAMES["newer"], newer),
+        "1.0": _build(root, NAMES["1.0"], HEADER_1_0.read_text()),
     }
 
 
@@ -89,7 +93,8 @@ def describe(exc):
     return [type(exc).__name__, str(exc), None if cause is None else type(cause).__name__]
 
 def fake_table(major, minor, size, name=b"dlpackarray._C_API"):
-    # A table of the header's layout (88 bytes on 64-bit) plus room to claim more.
+    # A table of the header's layout (1.0: 88 bytes on 64-bit, 1.1: 128) plus room to
+    # claim more.
     class Table(ctypes.Structure):
         _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
                     ("size", ctypes.c_size_t), ("members", ctypes.c_void_p * 16)]
@@ -121,6 +126,8 @@ def _outcome(code, exc):
     return {"code": code, "exc": exc}
 
 
+NEW_1_1 = {"empty", "is_contiguous", "as_contiguous", "converter", "from_object_on_stream"}
+
 # -- NULL arguments: the C API -------------------------------------------------------------------
 
 # scenario -> (error value, exception type, words of the message)
@@ -137,6 +144,16 @@ C_API_NULL_CASES = {
     "from_managed_versioned(NULL)": (0, "ValueError", "NULL DLManagedTensorVersioned"),
     "from_managed_legacy(NULL)": (0, "ValueError", "NULL DLManagedTensor pointer"),
     "from_data(shape=NULL)": (0, "ValueError", "shape is NULL"),
+    # 1.1
+    "empty(shape=NULL)": (0, "ValueError", "shape is NULL"),
+    "is_contiguous(NULL)": (-1, "SystemError", "DLPackArray_IsContiguous: array is NULL"),
+    "as_contiguous(NULL)": (0, "SystemError", "DLPackArray_AsContiguous: array is NULL"),
+    "converter(arg, NULL)": (0, "SystemError", "DLPackArray_Converter: address is NULL"),
+    "from_object_on_stream(NULL)": (
+        0,
+        "SystemError",
+        "DLPackArray_FromObjectOnStream: obj is NULL",
+    ),
 }
 
 
@@ -171,6 +188,9 @@ def test_c_api_null_argument_is_an_error_not_a_crash(probes, scenario):
         "get_dltensor(NULL, out)",
         "to_managed_versioned(NULL)",
         "to_capsule(NULL)",
+        "is_contiguous(NULL)",
+        "as_contiguous(NULL)",
+        "from_object_on_stream(NULL)",
     ],
 )
 def test_c_api_null_object_keeps_the_exception_that_produced_it(probes, scenario):
@@ -179,6 +199,14 @@ def test_c_api_null_object_keeps_the_exception_that_produced_it(probes, scenario
     out = _run_c_api(probes["current"], scenario, True)
     assert out["code"] == C_API_NULL_CASES[scenario][0]
     assert out["exc"] == ["KeyError", "'pending'", None]
+
+
+def test_converter_cleanup_call_clears_the_slot_and_never_fails(probes):
+    # (a successful conversion, then the cleanup call: 2 when it returned 1 and cleared the
+    # slot); a cleanup call with nothing stored is a no-op.
+    assert _run_c_api(probes["current"], "converter(arg)", False)["code"] == 2
+    out = _run_c_api(probes["current"], "converter(NULL, NULL)", False)
+    assert out["code"] == 1 and out["exc"] is None
 
 
 def test_check_null_is_false_and_leaves_the_error_indicator_alone(probes):
@@ -333,7 +361,7 @@ def test_import_refuses_a_table_shorter_than_the_header(probes):
 
 
 def test_import_accepts_a_newer_minor_with_a_longer_table(probes):
-    out = _import_outcome(probes, f"fake_module(_C_API=fake_table({MAJOR}, {MINOR + 2}, 120))")
+    out = _import_outcome(probes, f"fake_module(_C_API=fake_table({MAJOR}, {MINOR + 2}, 144))")
     assert out == {"exc": None, "loaded": True}
 
 
@@ -350,6 +378,11 @@ LAZY_CASES = {
     "get_dltensor(arg, out)": (-1, 0),
     "to_managed_versioned(arg)": (0, 0),
     "to_capsule(arg)": (0, 0),
+    "empty(cpu)": (0, 0),
+    "is_contiguous(arg)": (-1, 0),
+    "as_contiguous(arg)": (0, 0),
+    "converter(arg)": (0, 0),
+    "from_object_on_stream(arg)": (0, 0),
 }
 
 
@@ -386,3 +419,54 @@ def test_every_wrapper_propagates_the_import_error_of_its_lazy_load(probes, setu
         assert first_exc[0] == second_exc[0] == "ImportError", (scenario, first_exc)
         assert "dlpackarray C API" in first_exc[1] and first_exc == second_exc
         assert deleted == 2 * freed, scenario
+
+
+# -- a module built against the 1.0 header -------------------------------------------------------
+
+# Every 1.0 call of the probe; each must behave exactly as from a module built with the current
+# header (the table only grew at its end).
+CALLS_1_0 = sorted(
+    [*C_API_NULL_CASES.keys() - {k for k in C_API_NULL_CASES if k.split("(")[0] in NEW_1_1}]
+    + ["check(arg)", "from_object(arg)", "from_data(deleter)", "get_dltensor(arg, out)"]
+    + ["to_managed_versioned(arg)", "to_capsule(arg)", "type"]
+)
+
+
+def test_a_module_built_against_the_1_0_header_keeps_working(probes):
+    assert "#define DLPACKARRAY_C_API_MINOR 0" in HEADER_1_0.read_text()
+    results = {}
+    for which in ("1.0", "current"):
+        results[which] = _child(
+            f"""
+            import dlpackarray
+            probe = load_probe({probes[which]!r}, {NAMES[which]!r})
+            probe.load()
+            result["versions"] = [list(probe.header_version()), list(dlpackarray.C_API_VERSION)]
+            arg = dlpackarray.DLPackArray(bytearray(8))
+            for scenario in {CALLS_1_0!r}:
+                before = probe.freed()
+                code, exc = probe.call(scenario, arg, False)
+                result[scenario] = [code, describe(exc), probe.freed() - before]
+            """
+        )
+    old, new = results["1.0"], results["current"]
+    assert old.pop("versions") == [[1, 0], [MAJOR, MINOR]]
+    assert new.pop("versions") == [[MAJOR, MINOR], [MAJOR, MINOR]]
+    assert MINOR >= 1
+    assert old == new
+    assert old["from_object(arg)"][0] == 1 and old["to_capsule(arg)"][0] == 1
+
+
+def test_the_1_0_header_lacks_the_1_1_functions(probes):
+    # The probe built against it has no 1.1 scenarios: the checked-in header really is 1.0.
+    out = _child(
+        f"""
+        probe = load_probe({probes["1.0"]!r}, {NAMES["1.0"]!r})
+        try:
+            probe.call("empty(cpu)", None, False)
+            result["exc"] = None
+        except ValueError as e:
+            result["exc"] = str(e)
+        """
+    )
+    assert out["exc"] == "unknown scenario empty(cpu)"

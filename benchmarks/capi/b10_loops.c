@@ -103,6 +103,20 @@ static PyObject* loop_exchange(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/* B10/from-object: n x DLPackArray_FromObject(obj) + Py_DECREF (obj a NumPy array). */
+static PyObject* loop_from_object(PyObject* self, PyObject* args) {
+  PyObject* obj;
+  Py_ssize_t n, i;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "On", &obj, &n)) return NULL;
+  for (i = 0; i < n; ++i) {
+    PyObject* a = DLPackArray_FromObject(obj, DLPACKARRAY_COPY_IF_NEEDED, NULL);
+    if (a == NULL) return NULL;
+    Py_DECREF(a);
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject* released_count(PyObject* self, PyObject* unused) {
   (void)self;
   (void)unused;
@@ -113,6 +127,8 @@ static PyMethodDef methods[] = {
     {"loop_capi", loop_capi, METH_O, "n x (from_data, to_managed_versioned, deleter, decref)"},
     {"loop_exchange", loop_exchange, METH_VARARGS,
      "n x (to_py_object, from_py_object, deleter, decref) through an exchange table"},
+    {"loop_from_object", loop_from_object, METH_VARARGS,
+     "n x (DLPackArray_FromObject(obj), Py_DECREF)"},
     {"released_count", released_count, METH_NOARGS, "deleter calls of the wrapped tensor"},
     {NULL, NULL, 0, NULL}};
 

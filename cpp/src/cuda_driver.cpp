@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dlpackarray/errors.hpp"
+#include "glibc_dl_compat.hpp"  // dlopen & co. at their pre-2.34 versions
 
 namespace dla::cuda {
 namespace {

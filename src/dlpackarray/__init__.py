@@ -41,10 +41,12 @@ MAX_NDIM = 64
 
 
 def get_include() -> str:
-    """Return the folder holding dlpackarray's C/C++ headers.
+    """Return the folder holding dlpackarray's C header.
 
     The public C API header is ``<folder>/dlpackarray/dlpackarray.h`` (valid C
-    and C++); ``.pxd`` files for ``cimport dlpackarray`` ship beside the Python
-    modules.  The ``*.hpp`` headers describe the internal C++ core.
+    and C++), the only header shipped; ``.pxd`` files for ``cimport
+    dlpackarray`` ship beside the Python modules.  ``python -m dlpackarray
+    --include`` prints the same folder, ``--cmake-dir`` the folder of
+    ``dlpackarrayConfig.cmake`` (docs/c_api.md, "Build systems").
     """
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")

@@ -9,11 +9,12 @@ two tables do the same thing they call the same function here.
 """
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_CLEAR, Py_INCREF
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, kDLCUDA,
+    kDLCUDAHost, kDLCUDAManaged,
     DLPackCurrentWorkStream, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
     DLPackManagedTensorAllocator, DLPackManagedTensorFromPyObjectNoSync,
     DLPackManagedTensorToPyObjectNoSync, DLPackSetError, DLTensor, kCapsuleExchangeApi, kDLCPU,
@@ -21,7 +22,8 @@ from dlpackarray.abi cimport (
 )
 from dlpackarray.core cimport (
     Extent, TensorView, aligned_allocate, call_versioned_deleter, check_dtype_supported,
-    new_versioned_managed, set_c_strides, validate,
+    is_c_contiguous, is_f_contiguous, new_versioned_managed, raise_py_error, set_c_strides,
+    validate,
 )
 from dlpackarray._array cimport DLPackArray, check_ready, kReady, new_from_object, wrap_view
 from dlpackarray._common cimport HeapOwner
@@ -57,6 +59,11 @@ cdef extern from *:
     int set_null_argument "dla_null_argument"(const char* function,
                                               const char* argument) noexcept
     int PyObject_TypeCheck(object obj, PyTypeObject* t)
+    int Py_CLEANUP_SUPPORTED
+
+cdef extern from "dlpackarray/cuda_alloc.hpp":
+    void* cuda_allocate "dla::cuda::allocate"(DLDevice d, int64_t nbytes) except +raise_py_error
+    void cuda_release "dla::cuda::release"(DLDevice d, void* p) noexcept
 
 cdef tuple _VERSIONED = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 
@@ -105,9 +112,6 @@ cdef int _ex_allocator(DLTensor* prototype, DLManagedTensorVersioned** out, void
 
 cdef DLPackArray _allocate(DLTensor* prototype):
     """A new C-contiguous CPU array with the prototype's ndim, shape and dtype."""
-    cdef TensorView v
-    cdef Extent extent
-    cdef int32_t i
     if prototype == NULL:
         raise ValueError("NULL prototype")
     if prototype.device.device_type != kDLCPU:
@@ -116,22 +120,58 @@ cdef DLPackArray _allocate(DLTensor* prototype):
             f"{<int>prototype.device.device_type}")
     if prototype.ndim > 0 and prototype.shape == NULL:
         raise ValueError("prototype has a NULL shape")
-    v.set_ndim(prototype.ndim)
-    for i in range(prototype.ndim):
-        v.shape[i] = prototype.shape[i]
-    v.dtype = prototype.dtype
-    v.device = prototype.device
+    return _empty(prototype.ndim, prototype.shape, prototype.dtype, prototype.device)
+
+
+cdef class _DeviceAllocation:
+    """Owner of one DLPackArray_Empty allocation on a CUDA-family device."""
+    cdef void* ptr
+    cdef DLDevice device
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            cuda_release(self.device, self.ptr)
+            self.ptr = NULL
+
+
+cdef inline bint _is_cuda_allocatable(DLDevice d) noexcept:
+    return (d.device_type == kDLCUDA or d.device_type == kDLCUDAHost
+            or d.device_type == kDLCUDAManaged)
+
+
+cdef DLPackArray _empty(int32_t ndim, const int64_t* shape, DLDataType dtype, DLDevice device):
+    """A new C-contiguous array of uninitialised memory (exchange allocator, C API Empty)."""
+    cdef TensorView v
+    cdef Extent extent
+    cdef int32_t i
+    cdef HeapOwner heap
+    cdef _DeviceAllocation dev
+    if device.device_type != kDLCPU and not _is_cuda_allocatable(device):
+        raise BufferError(
+            f"dlpackarray allocates host, CUDA, CUDA pinned and CUDA managed memory, not "
+            f"memory of device type {<int>device.device_type}")
+    v.set_ndim(ndim)  # ValueError outside 0..kMaxNdim
+    for i in range(ndim):
+        v.shape[i] = shape[i]
+    v.dtype = dtype
+    v.device = device
     check_dtype_supported(v.dtype)
     set_c_strides(v)
     # The overflow-checked byte count of the dense layout; validate() refuses a
     # NULL address for a non-empty view, and the extent does not depend on it.
     v.data = <void*>&extent
     extent = validate(v)
-    cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
-    owner.ptr = aligned_allocate(extent.hi - extent.lo)
-    owner.nbytes = extent.hi - extent.lo
-    v.data = owner.ptr
-    return wrap_view(&v, owner)
+    if device.device_type == kDLCPU:
+        heap = HeapOwner.__new__(HeapOwner)
+        heap.ptr = aligned_allocate(extent.hi - extent.lo)
+        heap.nbytes = extent.hi - extent.lo
+        v.data = heap.ptr
+        return wrap_view(&v, heap)
+    dev = _DeviceAllocation.__new__(_DeviceAllocation)
+    dev.device = device
+    dev.ptr = cuda_allocate(device, extent.hi - extent.lo)
+    v.data = dev.ptr
+    return wrap_view(&v, dev)
 
 
 cdef int _ex_from_py_object(void* py_object, DLManagedTensorVersioned** out) except -1:
@@ -289,6 +329,64 @@ cdef object _c_to_capsule(PyObject* array, int versioned):
                           None)
 
 
+# -- C API 1.1 -----------------------------------------------------------------------
+cdef object _c_empty(int32_t ndim, const int64_t* shape, DLDataType dtype, DLDevice device):
+    if ndim > 0 and shape == NULL:
+        raise ValueError(f"shape is NULL but ndim is {ndim}")
+    return _empty(ndim, shape, dtype, device)
+
+
+cdef int _c_is_contiguous(PyObject* array, char order) except -1:
+    if array == NULL:
+        return null_argument("DLPackArray_IsContiguous", "array")
+    cdef DLPackArray a = _as_array(<object>array)
+    if order == b'C':
+        return is_c_contiguous(a._view)
+    if order == b'F':
+        return is_f_contiguous(a._view)
+    raise ValueError(f"order must be 'C' or 'F', got {chr(<unsigned char>order)!r}")
+
+
+cdef object _c_as_contiguous(PyObject* array):
+    if array == NULL:
+        null_argument("DLPackArray_AsContiguous", "array")
+    cdef DLPackArray a = _as_array(<object>array)
+    if is_c_contiguous(a._view):
+        return a
+    # DLPackArray(a, copy=True): a dense C-ordered copy on a's own device.
+    return new_from_object(a, True, None)
+
+
+cdef int _c_converter(PyObject* obj, void* address) except 0:
+    # PyArg_ParseTuple's O& contract: Py_CLEANUP_SUPPORTED on success, 0 with an
+    # exception on failure, and a second call with obj == NULL (same address)
+    # when a later argument fails, which must drop what the first one stored.
+    cdef PyObject** slot = <PyObject**>address
+    if obj == NULL:
+        if slot != NULL:
+            Py_CLEAR(slot[0])
+        return 1
+    if slot == NULL:
+        null_argument("DLPackArray_Converter", "address")
+    result = <object>obj if isinstance(<object>obj, DLPackArray) else \
+        new_from_object(<object>obj, None, None)
+    Py_INCREF(result)
+    slot[0] = <PyObject*>result
+    return Py_CLEANUP_SUPPORTED
+
+
+cdef object _c_from_object_on_stream(PyObject* obj, int copy, PyObject* device, int64_t stream):
+    if obj == NULL:
+        null_argument("DLPackArray_FromObjectOnStream", "obj")
+    if copy not in (-1, 0, 1):
+        raise ValueError(f"copy must be DLPACKARRAY_COPY_IF_NEEDED/NEVER/ALWAYS, got {copy}")
+    py_copy = None if copy == -1 else bool(copy)
+    py_device = None if device == NULL else <object>device
+    # The constructor's own stream path (checks, producer call, adoption): one
+    # implementation of the stream rules.
+    return DLPackArray(<object>obj, copy=py_copy, device=py_device, stream=stream)
+
+
 # NULL guards of the table entries taking an array (kept apart from the
 # implementations above, which assume a valid object).
 cdef int _c_get_dltensor_checked(PyObject* array, DLTensor* out, int* readonly) except -1:
@@ -324,10 +422,16 @@ ctypedef struct CAPITable:
     void* get_dltensor
     void* to_managed_versioned
     void* to_capsule
+    # 1.1
+    void* empty
+    void* is_contiguous
+    void* as_contiguous
+    void* converter
+    void* from_object_on_stream
 
 cdef enum:
     C_API_MAJOR = 1
-    C_API_MINOR = 0
+    C_API_MINOR = 1
 
 cdef CAPITable _table
 _table.major = C_API_MAJOR
@@ -342,6 +446,11 @@ _table.from_managed_legacy = <void*>_c_from_managed_legacy
 _table.get_dltensor = <void*>_c_get_dltensor_checked
 _table.to_managed_versioned = <void*>_c_to_managed_versioned_checked
 _table.to_capsule = <void*>_c_to_capsule_checked
+_table.empty = <void*>_c_empty
+_table.is_contiguous = <void*>_c_is_contiguous
+_table.as_contiguous = <void*>_c_as_contiguous
+_table.converter = <void*>_c_converter
+_table.from_object_on_stream = <void*>_c_from_object_on_stream
 
 #: The C API table, loaded by ``import_dlpackarray()`` as ``dlpackarray._C_API``.
 _C_API = PyCapsule_New(<void*>&_table, b"dlpackarray._C_API", NULL)

@@ -1,5 +1,8 @@
 """``python -m dlpackarray [COMMAND]``: dispatch to the self-check or a sub-command.
 
+``--include``, ``--cmake-dir`` and ``--pkgconfig-dir`` print the folders a build system
+needs (the C header, ``dlpackarrayConfig.cmake``, ``dlpackarray.pc``).
+
 No command (or only options) runs the environment report and self-check
 (:mod:`dlpackarray._report`); ``inspect``, ``matrix`` and ``bench`` have their own modules.
 """
@@ -36,8 +39,29 @@ def _bench(argv: Sequence[str]) -> int:
     return 0
 
 
+# Build-system queries (as nanobind's and pybind11's): one path on standard output.
+_PATHS = {
+    "--include": ("include",),
+    "--cmake-dir": ("share", "cmake", "dlpackarray"),
+    "--pkgconfig-dir": ("share", "pkgconfig"),
+}
+
+
+def _print_path(option: str) -> int:
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *_PATHS[option])
+    if not os.path.isdir(path):
+        print(f"{option}: {path} is missing: a broken installation", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 1 and args[0] in _PATHS:
+        return _print_path(args[0])
     if args and args[0] == "inspect":
         from dlpackarray._inspect import main as inspect_main
 

@@ -44,6 +44,17 @@ cdef extern from "dlpackarray/dlpackarray.h":
         kDLBfloat
         kDLComplex
         kDLBool
+        kDLFloat8_e3m4
+        kDLFloat8_e4m3
+        kDLFloat8_e4m3b11fnuz
+        kDLFloat8_e4m3fn
+        kDLFloat8_e4m3fnuz
+        kDLFloat8_e5m2
+        kDLFloat8_e5m2fnuz
+        kDLFloat8_e8m0fnu
+        kDLFloat6_e2m3fn
+        kDLFloat6_e3m2fn
+        kDLFloat4_e2m1fn
 
     ctypedef struct DLPackVersion:
         uint32_t major
@@ -79,6 +90,33 @@ cdef extern from "dlpackarray/dlpackarray.h":
         uint64_t flags
         DLTensor dl_tensor
 
+    # The C exchange API (DLPack 1.3): the static table a producer type
+    # publishes as ``type.__dlpack_c_exchange_api__`` (a "dlpack_exchange_api"
+    # capsule).
+    ctypedef struct DLPackExchangeAPIHeader:
+        DLPackVersion version
+        DLPackExchangeAPIHeader* prev_api
+
+    ctypedef int (*DLPackManagedTensorAllocator)(
+        DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+        void (*SetError)(void* error_ctx, const char* kind, const char* message) noexcept
+    ) noexcept
+    ctypedef int (*DLPackManagedTensorFromPyObjectNoSync)(
+        void* py_object, DLManagedTensorVersioned** out) noexcept
+    ctypedef int (*DLPackManagedTensorToPyObjectNoSync)(
+        DLManagedTensorVersioned* tensor, void** out_py_object) noexcept
+    ctypedef int (*DLPackDLTensorFromPyObjectNoSync)(void* py_object, DLTensor* out) noexcept
+    ctypedef int (*DLPackCurrentWorkStream)(
+        DLDeviceType device_type, int32_t device_id, void** out_current_stream) noexcept
+
+    ctypedef struct DLPackExchangeAPI:
+        DLPackExchangeAPIHeader header
+        DLPackManagedTensorAllocator managed_tensor_allocator
+        DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync
+        DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync
+        DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync
+        DLPackCurrentWorkStream current_work_stream
+
     # -- the dlpackarray C API ------------------------------------------------------
     enum:
         DLPACKARRAY_C_API_MAJOR
@@ -111,3 +149,12 @@ cdef extern from "dlpackarray/dlpackarray.h":
     int DLPackArray_GetDLTensor(object array, DLTensor* out, int* readonly) except -1
     DLManagedTensorVersioned* DLPackArray_ToManagedVersioned(object array) except NULL
     object DLPackArray_ToCapsule(object array, int versioned)
+    # -- 1.1 --
+    object DLPackArray_Empty(int32_t ndim, const int64_t* shape, DLDataType dtype,
+                             DLDevice device)
+    int DLPackArray_IsContiguous(object array, char order) except -1
+    object DLPackArray_AsContiguous(object array)
+    # For PyArg_ParseTuple's "O&" (PyObject*, not object: the cleanup call
+    # passes NULL); Py_CLEANUP_SUPPORTED, or 0 with an exception.
+    int DLPackArray_Converter(PyObject* obj, void* address) except 0
+    object DLPackArray_FromObjectOnStream(object obj, int copy, PyObject* device, int64_t stream)

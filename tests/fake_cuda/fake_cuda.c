@@ -1082,3 +1082,31 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   free_((void*)(uintptr_t)p);
   EXIT
 }
+
+/* Pinned and managed allocations (DLPackArray_Empty): host-accessible memory of
+ * the matching kind, freed by cuMemFreeHost / cuMemFree. */
+CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
+  FAIL_IF_ASKED("cuMemAllocHost_v2");
+  if (current_device() < 0) return 201;
+  *p = fake_alloc(bytes, KIND_HOST, current_device());
+  if (!*p) return 2;
+  logf_("cuMemAllocHost bytes=%zu dev=%d ptr=0x%lx", bytes, current_device(),
+        (unsigned long)(uintptr_t)*p);
+  return 0;
+}
+
+CUresult cuMemFreeHost(void* p) {
+  logf_("cuMemFreeHost ptr=0x%lx", (unsigned long)(uintptr_t)p);
+  return fake_free(p);
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr* p, size_t bytes, unsigned flags) {
+  FAIL_IF_ASKED("cuMemAllocManaged");
+  if (current_device() < 0) return 201;
+  void* q = fake_alloc(bytes, KIND_MANAGED, current_device());
+  if (!q) return 2;
+  *p = (CUdeviceptr)(uintptr_t)q;
+  logf_("cuMemAllocManaged bytes=%zu dev=%d flags=%u ptr=0x%llx", bytes, current_device(), flags,
+        *p);
+  return 0;
+}

@@ -170,7 +170,7 @@ extern "C" {
  * so a module built with this header needs a table of the same major and at
  * least this minor; import_dlpackarray() refuses anything else. */
 #define DLPACKARRAY_C_API_MAJOR 1
-#define DLPACKARRAY_C_API_MINOR 0
+#define DLPACKARRAY_C_API_MINOR 1
 #define DLPACKARRAY_C_API_CAPSULE "dlpackarray._C_API"
 
 /* The `copy` argument of DLPackArray_FromObject (Python's copy=None/False/True). */
@@ -226,6 +226,21 @@ typedef struct DLPackArray_CAPI {
   DLManagedTensorVersioned* (*to_managed_versioned)(PyObject* array);
   /* array.__dlpack__(max_version=(1, 3)) if versioned, else the legacy capsule. */
   PyObject* (*to_capsule)(PyObject* array, int versioned);
+
+  /* ---- 1.1 (appended: a 1.0 module never reads past to_capsule) ---- */
+  /* A new owning C-contiguous array of uninitialised memory: host memory for
+   * kDLCPU; through the CUDA driver device memory for kDLCUDA, pinned host
+   * memory for kDLCUDAHost and managed memory for kDLCUDAManaged. */
+  PyObject* (*empty)(int32_t ndim, const int64_t* shape, DLDataType dtype, DLDevice device);
+  /* order 'C' or 'F': 1 or 0, or -1 with an exception. */
+  int (*is_contiguous)(PyObject* array, char order);
+  /* `array` itself (a new reference) when C-contiguous, else a C-contiguous
+   * copy on the same device. */
+  PyObject* (*as_contiguous)(PyObject* array);
+  /* PyArg_ParseTuple "O&" converter (Py_CLEANUP_SUPPORTED). */
+  int (*converter)(PyObject* obj, void* address);
+  /* from_object with the consumer's stream passed on as __dlpack__(stream=). */
+  PyObject* (*from_object_on_stream)(PyObject* obj, int copy, PyObject* device, int64_t stream);
 } DLPackArray_CAPI;
 
 /* One table pointer per translation unit, as NumPy does.  Define
@@ -388,6 +403,34 @@ static inline DLManagedTensorVersioned* DLPackArray_ToManagedVersioned(PyObject*
 static inline PyObject* DLPackArray_ToCapsule(PyObject* array, int versioned) {
   DLPACKARRAY_ENSURE_(NULL);
   return DLPACKARRAY_API_NAME->to_capsule(array, versioned);
+}
+
+/* ---- 1.1 ---- */
+static inline PyObject* DLPackArray_Empty(int32_t ndim, const int64_t* shape, DLDataType dtype,
+                                          DLDevice device) {
+  DLPACKARRAY_ENSURE_(NULL);
+  return DLPACKARRAY_API_NAME->empty(ndim, shape, dtype, device);
+}
+static inline int DLPackArray_IsContiguous(PyObject* array, char order) {
+  DLPACKARRAY_ENSURE_(-1);
+  return DLPACKARRAY_API_NAME->is_contiguous(array, order);
+}
+static inline PyObject* DLPackArray_AsContiguous(PyObject* array) {
+  DLPACKARRAY_ENSURE_(NULL);
+  return DLPACKARRAY_API_NAME->as_contiguous(array);
+}
+/* For PyArg_ParseTuple's "O&": stores a new reference to a DLPackArray for
+ * `obj` (obj itself when it is one) at *(PyObject**)address and returns
+ * Py_CLEANUP_SUPPORTED; 0 with an exception on failure.  Called again with
+ * obj == NULL when a later argument fails, it releases that reference. */
+static inline int DLPackArray_Converter(PyObject* obj, void* address) {
+  DLPACKARRAY_ENSURE_(0);
+  return DLPACKARRAY_API_NAME->converter(obj, address);
+}
+static inline PyObject* DLPackArray_FromObjectOnStream(PyObject* obj, int copy, PyObject* device,
+                                                       int64_t stream) {
+  DLPACKARRAY_ENSURE_(NULL);
+  return DLPACKARRAY_API_NAME->from_object_on_stream(obj, copy, device, stream);
 }
 
 #undef DLPACKARRAY_ENSURE_

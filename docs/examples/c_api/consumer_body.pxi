@@ -3,6 +3,7 @@
 # is used; tests/test_c_api_downstream.py builds both and calls each function.
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer, Py_buffer
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 
@@ -151,3 +152,48 @@ def legacy_int16(Py_ssize_t n, bint valid=True):
 
 def capsule(a, bint versioned):
     return dlpackarray.DLPackArray_ToCapsule(a, versioned)
+
+
+# -- C API 1.1 ------------------------------------------------------------------------
+
+def empty_float32(Py_ssize_t rows, Py_ssize_t cols, int device_type=dlpackarray.kDLCPU):
+    """A new C-contiguous rows x cols float32 array (uninitialised)."""
+    cdef int64_t shape[2]
+    shape[0], shape[1] = rows, cols
+    cdef DLDataType dtype
+    dtype.code, dtype.bits, dtype.lanes = dlpackarray.kDLFloat, 32, 1
+    cdef DLDevice device
+    device.device_type, device.device_id = <dlpackarray.DLDeviceType>device_type, 0
+    return dlpackarray.DLPackArray_Empty(2, shape, dtype, device)
+
+
+def contiguity(obj):
+    """(C-contiguous, F-contiguous) of a DLPackArray."""
+    return (bool(dlpackarray.DLPackArray_IsContiguous(obj, b'C')),
+            bool(dlpackarray.DLPackArray_IsContiguous(obj, b'F')))
+
+
+def bad_order(obj):
+    return dlpackarray.DLPackArray_IsContiguous(obj, b'X')
+
+
+def c_contiguous(obj):
+    """obj itself when C-contiguous, else a C-contiguous copy on its device."""
+    return dlpackarray.DLPackArray_AsContiguous(obj)
+
+
+def convert(obj):
+    """What DLPackArray_Converter stores for obj (the "O&" converter, called directly)."""
+    cdef PyObject* out = NULL
+    cdef int r = dlpackarray.DLPackArray_Converter(<PyObject*>obj, &out)  # raises on 0
+    result = <object>out
+    Py_DECREF(result)  # the converter's new reference, now held by `result`
+    # The cleanup call (obj NULL) drops a stored reference and clears the slot.
+    Py_INCREF(result)
+    dlpackarray.DLPackArray_Converter(NULL, &out)
+    return r, result, out == NULL
+
+
+def wrap_on_stream(obj, long long stream):
+    return dlpackarray.DLPackArray_FromObjectOnStream(
+        obj, dlpackarray.DLPACKARRAY_COPY_IF_NEEDED, NULL, stream)

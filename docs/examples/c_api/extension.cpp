@@ -137,7 +137,70 @@ PyObject* versions(PyObject*, PyObject*) {
                        unsigned(DLPACKARRAY_C_API_MAJOR), unsigned(DLPACKARRAY_C_API_MINOR));
 }
 
+// ---- C API 1.1 ----
+
+// empty(shape, code, bits, device_type=kDLCPU, device_id=0): a new C-contiguous array.
+PyObject* empty(PyObject*, PyObject* args) {
+  PyObject* shape_obj;
+  int code, bits, device_type = kDLCPU, device_id = 0;
+  if (!PyArg_ParseTuple(args, "O!ii|ii", &PyTuple_Type, &shape_obj, &code, &bits, &device_type,
+                        &device_id)) {
+    return nullptr;
+  }
+  int64_t shape[8];
+  const Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj);
+  if (ndim > 8) {
+    PyErr_SetString(PyExc_ValueError, "at most 8 dimensions here");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj, i));
+    if (shape[i] == -1 && PyErr_Occurred()) return nullptr;
+  }
+  const DLDataType dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1};
+  const DLDevice device{static_cast<DLDeviceType>(device_type), device_id};
+  return DLPackArray_Empty(static_cast<int32_t>(ndim), shape, dtype, device);
+}
+
+// is_contiguous(array, order): order is a one-character str ('C', 'F', or anything else).
+PyObject* is_contiguous(PyObject*, PyObject* args) {
+  PyObject* array;
+  int order;
+  if (!PyArg_ParseTuple(args, "OC", &array, &order)) return nullptr;
+  const int r = DLPackArray_IsContiguous(array, static_cast<char>(order));
+  if (r < 0) return nullptr;
+  return PyBool_FromLong(r);
+}
+
+PyObject* as_contiguous(PyObject*, PyObject* array) { return DLPackArray_AsContiguous(array); }
+
+// pair(a, b, n=0): both converted to DLPackArrays by "O&"; when a later
+// argument fails, PyArg_ParseTuple calls the converter again to release them.
+PyObject* pair(PyObject*, PyObject* args) {
+  PyObject* a = nullptr;
+  PyObject* b = nullptr;
+  int n = 0;
+  if (!PyArg_ParseTuple(args, "O&O&|i", DLPackArray_Converter, &a, DLPackArray_Converter, &b, &n)) {
+    return nullptr;
+  }
+  return Py_BuildValue("(NNi)", a, b, n);
+}
+
+// on_stream(obj, stream, copy=-1): DLPackArray(obj, copy=..., stream=stream).
+PyObject* on_stream(PyObject*, PyObject* args) {
+  PyObject* obj;
+  long long stream;
+  int copy = DLPACKARRAY_COPY_IF_NEEDED;
+  if (!PyArg_ParseTuple(args, "OL|i", &obj, &stream, &copy)) return nullptr;
+  return DLPackArray_FromObjectOnStream(obj, copy, nullptr, static_cast<int64_t>(stream));
+}
+
 PyMethodDef methods[] = {
+    {"empty", empty, METH_VARARGS, nullptr},
+    {"is_contiguous", is_contiguous, METH_VARARGS, nullptr},
+    {"as_contiguous", as_contiguous, METH_O, nullptr},
+    {"pair", pair, METH_VARARGS, nullptr},
+    {"on_stream", on_stream, METH_VARARGS, nullptr},
     {"produce", produce, METH_VARARGS, nullptr},
     {"total", total, METH_O, nullptr},
     {"hand_over", hand_over, METH_O, nullptr},
