@@ -67,8 +67,9 @@ def reduce_array(DLPackArray a not None, int protocol):
     Protocol 5 hands pickle a :class:`pickle.PickleBuffer` of the span
     (out-of-band with a ``buffer_callback``, else written in-band as bytes or
     bytearray by its writability); older protocols carry ``bytes`` (read-only
-    arrays) or ``bytes`` that unpickle as a ``bytearray`` (writable ones).  CUDA device data is copied to
-    the host first; pinned and managed memory is read once it is ready.
+    arrays) or ``bytes`` that unpickle as a ``bytearray`` (writable ones).
+    CUDA device data is copied to the host first; pinned and managed memory
+    is read once it is ready.
     """
     cdef TensorView* v = &a._view
     cdef TensorView span, host
