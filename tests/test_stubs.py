@@ -42,7 +42,8 @@ STUBS = {
 AUTO_MEMBERS = {"__new__", "__doc__", "__lt__", "__le__", "__gt__", "__ge__", "__ne__"}
 AUTO_PICKLE_NAMES = ("__reduce_cython__", "__setstate_cython__")
 
-#: Slots Python exposes only from 3.12 (``__buffer__``); the stub guards them by version.
+#: Slots Python exposes as methods only from 3.12 (``__buffer__``); the stub declares them for
+#: every version (a DLPackArray is a ``typing_extensions.Buffer`` on 3.10/3.11 too).
 VERSIONED_MEMBERS = {"__buffer__": (3, 12), "__release_buffer__": (3, 12)}
 
 
@@ -84,6 +85,13 @@ def _is_type_alias(node: ast.stmt) -> bool:
     )
 
 
+def _is_protocol(node: ast.stmt) -> bool:
+    """A stub-only ``class X(Protocol)``: a structural type for an alias, no runtime class."""
+    return isinstance(node, ast.ClassDef) and any(
+        isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases
+    )
+
+
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
     """Statements of a body with ``if sys.version_info >= (3, 12):`` blocks inlined."""
     out = []
@@ -101,6 +109,10 @@ def parse_stub(module: str) -> tuple[dict[str, object], list[str] | None]:
     names: dict[str, object] = {}
     all_names = None
     for node in _flatten(tree.body):
+        if _is_protocol(node):
+            # Typing-only, like the type aliases that use it; private, so no user names it.
+            assert node.name.startswith("_"), f"public Protocol {node.name} in {module} stub"
+            continue
         if isinstance(node, ast.ClassDef):
             cls = StubClass()
             for item in _flatten(node.body):

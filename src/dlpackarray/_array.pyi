@@ -1,17 +1,20 @@
 # Stub for the Cython module dlpackarray._array (see tests/test_stubs.py).
-import sys
 from types import EllipsisType
-from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias
+from typing import Any, ClassVar, Literal, Protocol, SupportsIndex, TypeAlias
 
 from typing_extensions import CapsuleType, Self, disjoint_base
 
 from dlpackarray._common import DType, DTypeLike
 from dlpackarray._devices import DLDeviceType as DLDeviceType
 
+class _SupportsDLPackDevice(Protocol):
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
 #: What ``device=`` / ``dl_device=`` accept: None, "cpu", a ``(device_type, device_id)``
 #: pair, or an object with ``__dlpack_device__``.
-DeviceLike: TypeAlias = None | Literal["cpu"] | tuple[int, int] | Any
-_Index: TypeAlias = SupportsIndex | slice | None | EllipsisType | tuple[Any, ...]
+DeviceLike: TypeAlias = None | Literal["cpu"] | tuple[int, int] | _SupportsDLPackDevice
+_IndexItem: TypeAlias = SupportsIndex | slice | None | EllipsisType
+_Index: TypeAlias = _IndexItem | tuple[_IndexItem, ...]
 
 @disjoint_base
 class DLPackArray:
@@ -43,30 +46,31 @@ class DLPackArray:
     # -- Arrow PyCapsule interface (docs/arrow.md) -------------------------------
     def __arrow_c_schema__(self) -> CapsuleType: ...
     def __arrow_c_array__(
-        self, requested_schema: CapsuleType | None = None, *, copy: bool | None = None
+        self, requested_schema: object | None = None, *, copy: bool | None = None
     ) -> tuple[CapsuleType, CapsuleType]: ...
     def __arrow_c_stream__(
-        self, requested_schema: CapsuleType | None = None, *, copy: bool | None = None
+        self, requested_schema: object | None = None, *, copy: bool | None = None
     ) -> CapsuleType: ...
     def __arrow_c_device_array__(
         self,
-        requested_schema: CapsuleType | None = None,
+        requested_schema: object | None = None,
         *,
         copy: bool | None = None,
         **kwargs: None,
     ) -> tuple[CapsuleType, CapsuleType]: ...
     def __arrow_c_device_stream__(
         self,
-        requested_schema: CapsuleType | None = None,
+        requested_schema: object | None = None,
         *,
         copy: bool | None = None,
         **kwargs: None,
     ) -> CapsuleType: ...
 
-    # -- buffer protocol (slot visible to Python from 3.12; no release slot:
-    # the array is immutable, so a release has nothing to undo) ---------------
-    if sys.version_info >= (3, 12):
-        def __buffer__(self, flags: int, /) -> memoryview: ...
+    # -- buffer protocol.  Declared for every Python so that a DLPackArray is a
+    # ``typing_extensions.Buffer`` (memoryview(a) type-checks on 3.10/3.11 too);
+    # the slot is visible as a method only from 3.12 (stubtest allowlist).  No
+    # release slot: the array is immutable, so a release has nothing to undo.
+    def __buffer__(self, flags: int, /) -> memoryview: ...
 
     # -- NumPy array interfaces --------------------------------------------------
     @property

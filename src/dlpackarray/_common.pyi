@@ -1,11 +1,19 @@
 # Stub for the Cython module dlpackarray._common (see tests/test_stubs.py).
-from typing import Any, TypeAlias, final
+import builtins
+from typing import Protocol, TypeAlias, final
 
 from typing_extensions import disjoint_base
 
 #: Anything DType() accepts: a DType, a name ("float32"), a typestr ("<f4"), a NumPy
 #: dtype or scalar type (also ml_dtypes ones), or bool/int/float/complex.
-DTypeLike: TypeAlias = DType | str | type | Any
+DTypeLike: TypeAlias = DType | str | type | _DTypeObject
+
+class _DTypeObject(Protocol):
+    # What DType() reads from a NumPy (or ml_dtypes) dtype: its kind and typestr.
+    @property
+    def kind(self) -> builtins.str: ...
+    @property
+    def str(self) -> builtins.str: ...
 
 @final
 class DType:
