@@ -77,21 +77,45 @@ def test_device_rule_consumer_and_producer():
     reach = "dlpackarray copies between host memory and from CUDA devices to the host only"
     with pytest.raises(BufferError) as consumer:
         DLPackArray(x, device="cpu")
-    assert str(consumer.value) == f"cannot move data from device VULKAN:0 to CPU:0: {reach}"
+    # The refusal names the device asked for and the ones that would be accepted.
+    accepted = "; accepted: None or (7, 0) for VULKAN:0"
+    assert str(consumer.value) == (
+        f"cannot move data from device VULKAN:0 to CPU:0: {reach}{accepted}"
+    )
     with pytest.raises(ValueError) as no_copy:
         from_dlpack(x, device="cpu", copy=False)
     assert str(no_copy.value) == (
-        "data on device VULKAN:0 cannot reach device CPU:0 without a copy, and copy=False was given"
+        "data on device VULKAN:0 cannot reach device CPU:0 without a copy, and copy=False was "
+        f"given{accepted}"
     )
     with pytest.raises(BufferError) as producer:
         x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
-    assert str(producer.value) == f"cannot export data on device VULKAN:0 to device CPU:0: {reach}"
+    assert str(producer.value) == (
+        f"cannot export data on device VULKAN:0 to device CPU:0: {reach}{accepted}"
+    )
     # CUDA data reaches the CPU through a copy, so only copy=False is refused.
     cuda = on_device((dc.KDL_CUDA, 0))
     with pytest.raises(ValueError, match="CUDA:0 cannot reach device CPU:0 without a copy"):
         from_dlpack(cuda, device="cpu", copy=False)
     with pytest.raises(BufferError, match="CUDA:0 cannot reach device CPU:0 without a copy"):
         cuda.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
+    with pytest.raises(BufferError) as cuda_to_other:
+        cuda.__dlpack__(max_version=(1, 3), dl_device=(2, 1))
+    assert str(cuda_to_other.value).endswith(
+        "; accepted: None or (2, 0) for CUDA:0, or (1, 0) for CPU:0"
+    )
+
+
+@pytest.mark.parametrize("device", [(2, 0), (99, 3), (1, 5)])
+def test_a_producer_refusing_device_is_named_with_what_it_accepts(device):
+    # NumPy's own refusal says only "unsupported device requested"; the error a user sees
+    # names the device asked for and the producer's own device.
+    np = pytest.importorskip("numpy", reason="numpy is not installed: the producer here")
+    with pytest.raises(BufferError) as refused:
+        DLPackArray(np.arange(3.0), device=device)
+    message = str(refused.value)
+    assert message.startswith(f"ndarray refused device={device!r} (")
+    assert message.endswith("; accepted: None or (1, 0) for CPU:0")
 
 
 @pytest.mark.parametrize("device", [(3, 0), (13, 1)])  # CUDA_HOST, CUDA_MANAGED

@@ -54,6 +54,21 @@ void require_host_memory(DLDevice d, const char* action) {
                               device_text(d) + " and dlpackarray reads host memory only" + hint);
 }
 
+// What a refusal offers instead, as the (device_type, device_id) pairs the caller passes:
+// the data's own device, and the CPU where route_device_request reaches it.
+static std::string accepted_devices(DLDevice have) {
+  const auto pair = [](DLDevice d) {
+    return "(" + std::to_string(int(d.device_type)) + ", " + std::to_string(d.device_id) +
+           ") for " + device_text(d);
+  };
+  std::string text = "; accepted: None or " + pair(have);
+  const DLDevice cpu{kDLCPU, 0};
+  if (!same_device(have, cpu) && (device_is_host_accessible(have) || have.device_type == kDLCUDA)) {
+    text += ", or " + pair(cpu);
+  }
+  return text;
+}
+
 DeviceRoute route_device_request(DLDevice have, DLDevice want, CopyMode copy, Side side) {
   if (same_device(have, want)) return DeviceRoute::kSame;
   const DLDevice cpu{kDLCPU, 0};
@@ -62,13 +77,14 @@ DeviceRoute route_device_request(DLDevice have, DLDevice want, CopyMode copy, Si
   const bool copyable = to_cpu && have.device_type == kDLCUDA;
   if (copyable && copy != CopyMode::kNever) return DeviceRoute::kCopyToHost;
   const std::string reach =
-      ": dlpackarray copies between host memory and from CUDA devices to the host only";
+      ": dlpackarray copies between host memory and from CUDA devices to the host only" +
+      accepted_devices(have);
   if (copy == CopyMode::kNever && (copyable || side == Side::kConsumer)) {
     // The array API's rule for "possible only with a copy"; a producer
     // (DLPack __dlpack__) answers BufferError for every refusal.
     fail(side == Side::kProducer ? ErrorKind::Buffer : ErrorKind::Value,
          "data on device " + device_text(have) + " cannot reach device " + device_text(want) +
-             " without a copy, and copy=False was given");
+             " without a copy, and copy=False was given" + accepted_devices(have));
   }
   if (side == Side::kProducer) {
     fail(ErrorKind::Buffer, "cannot export data on device " + device_text(have) + " to device " +

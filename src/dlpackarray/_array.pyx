@@ -13,7 +13,8 @@ from dlpackarray.abi cimport (
     DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
-    CopyMode, TensorView, byte_stride, dtype_itemsize, is_c_contiguous, is_f_contiguous,
+    CopyMode, TensorView, byte_stride, device_text, dtype_itemsize, is_c_contiguous,
+    is_f_contiguous,
     DeviceRoute, kConsumer, kRouteCopyToHost, kRouteRelabelHost, route_device_request,
     supported_dtypes_text, view_nbytes, view_size,
 )
@@ -230,6 +231,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
             # say why in our words (or unpack the booleans).
             if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
+                if dl_device is not None and isinstance(refusal, BufferError):
+                    raise _device_refused(obj, dl_device, refusal) from refusal
                 raise refusal
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
@@ -324,6 +327,23 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
     self.owner = view_from_array_interface(obj, opaque, &self._view)
     self._view.dtype = dt
     return True
+
+
+cdef object _device_refused(object obj, tuple want, BaseException refusal):
+    """A producer's BufferError for ``device=``, reworded to name the device
+    asked for and what the producer offers (its own device) instead of the
+    producer's bare "unsupported device requested"."""
+    offer = "None (the producer's own device)"
+    try:
+        have = tuple(int(x) for x in obj.__dlpack_device__())
+        offer = (f"None or {have!r} for "
+                 f"{device_text(parse_device(have)).decode()}")
+    except Exception:
+        pass
+    want = tuple(int(x) for x in want)
+    return BufferError(
+        f"{type(obj).__name__} refused device={want!r} "
+        f"({device_text(parse_device(want)).decode()}): {refusal}; accepted: {offer}")
 
 
 cdef bint _import_arrow_instead(DLPackArray self, object obj, type t, object copy,
