@@ -180,10 +180,12 @@ def test_matrix_text_summary_and_progress(tmp_path):
         "matrix", "--producers", "numpy", "--consumers", "numpy", "--cases", "int8 1-D"
     )
     assert proc.returncode == 0, proc.stderr
-    header, *rows = proc.stdout.strip().splitlines()
+    table, closing = proc.stdout.strip().split("\n\nCrashed and refused cells:\n")
+    header, *rows = table.splitlines()
     assert header.split() == ["consumer", *_matrix.STATUSES]
     assert rows[0].split() == ["numpy", "1", "0", "0", "0", "0"]
     assert rows[-1].split()[0] == "total"
+    assert closing == "no cell crashed or was refused"
     assert "1/1 cells" in proc.stderr  # the progress bar
 
 
@@ -239,10 +241,119 @@ def test_bench_quick_runs_the_smoke_suite_with_progress(tmp_path):
     if not os.path.isfile(os.path.join(root, "benchmarks", "run.py")):
         pytest.skip("no benchmarks/ next to the tests")
     require("numpy", "the benchmark cases use it")
+    # From another folder, without --output: the results go to a new directory there,
+    # whose name is printed, and never into the checkout's benchmarks/results/.
+    path = os.pathsep.join([root, *(p for p in sys.path if p)])
     proc = run_module(
-        "bench", "--quick", "--cases", "B1", "--out-dir", str(tmp_path), "--name", "t", cwd=root
-    )
+        "bench", "--quick", "--cases", "B1", "--name", "t", cwd=str(tmp_path),
+        env={"PYTHONPATH": path},
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     progress = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
     assert progress and all("s]" in ln for ln in progress)
-    assert (tmp_path / "t.json").is_file() and (tmp_path / "t.md").is_file()
+    (made,) = tmp_path.iterdir()
+    assert made.name.startswith("dlpackarray-bench-")
+    assert f"results go to {made}" in proc.stdout
+    assert (made / "t.json").is_file() and (made / "t.md").is_file()
+
+
+# -- the command line's own surface (issue 21) ----------------------------------------------
+
+
+def test_version_prints_the_installed_version():
+    import dlpackarray
+
+    proc = run_module("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"dlpackarray {dlpackarray.__version__}"
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_lists_every_command_with_one_line(flag):
+    from dlpackarray import _cli
+
+    proc = run_module(flag)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for name in _cli.COMMANDS:
+        described = [ln for ln in lines if ln.split()[:1] == [name]]
+        assert len(described) == 1, f"{name} is not listed once in --help"
+        assert len(described[0].split()) > 3, f"{name} has no description"
+    assert "--version" in proc.stdout
+
+
+def test_unknown_command_names_it_and_the_accepted_ones():
+    from dlpackarray import _cli
+
+    proc = run_module("frobnicate")
+    assert proc.returncode == 2
+    assert "'frobnicate'" in proc.stderr
+    assert all(name in proc.stderr for name in _cli.COMMANDS)
+
+
+def _doc(*cells):
+    keys = ("status", "consumer", "producer", "case", "reason", "see")
+    return {"cells": [dict(zip(keys, c, strict=True)) for c in cells]}
+
+
+def test_matrix_closing_report_lists_crashed_and_refused_cells_with_reasons():
+    C, R = _matrix.CRASHED, _matrix.REFUSED
+    known = (C, "torch", "numpy", "f32 neg", "SIGABRT", "torch-negative-strides")
+    refused = [(R, "jax", f"p{i}", "int8", "BufferError: no", "") for i in range(7)]
+    lines, unknown = _matrix.closing_report(
+        _doc(known, *refused, (_matrix.ZERO_COPY, "jax", "numpy", "int8", "", ""))
+    )
+    assert not unknown
+    text = "\n".join(lines)
+    assert "crashed in torch (1): SIGABRT; known limitation: torch aborts" in text
+    assert "docs/limitations.md#torch-negative-strides" in text
+    assert "refused in jax (7): BufferError: no" in text
+    assert "p0 [int8]" in text and "and 2 more" in text
+    assert "zero-copy" not in text
+    lines, unknown = _matrix.closing_report(
+        _doc(known, (C, "jax", "numpy", "int8", "the process died with SIGSEGV", ""))
+    )
+    assert unknown and "NOT a known limitation" in "\n".join(lines)
+    assert _matrix.closing_report(_doc())[0] == ["no cell crashed or was refused"]
+
+
+def test_matrix_exits_non_zero_on_a_crash_that_is_not_a_known_limitation(monkeypatch, capsys):
+    def fake_generate(**kwargs):
+        cell = {
+            "status": _matrix.CRASHED,
+            "consumer": "numpy",
+            "producer": "numpy",
+            "case": "int8 1-D",
+            "reason": "the process died with SIGSEGV in consume",
+            "whose": "numpy",
+        }
+        cell["see"] = _matrix._limitation(cell) or ""
+        return {"cells": [cell], "consumers": ["numpy"], "totals": _matrix.totals([cell])}
+
+    monkeypatch.setattr(_matrix, "generate", fake_generate)
+    assert _matrix.main(["--quick"]) == _matrix.UNKNOWN_CRASH_STATUS
+    out = capsys.readouterr().out
+    assert "crashed in numpy (1): the process died with SIGSEGV" in out
+    assert "NOT a known limitation" in out
+
+
+def test_bench_refuses_a_directory_that_holds_files_and_names_it(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    (tmp_path / "kept.json").write_text("{}")
+    proc = run_module("bench", "--quick", "--output", str(tmp_path), cwd=root)
+    assert proc.returncode == 2
+    assert str(tmp_path) in proc.stderr and "a new or an empty directory" in proc.stderr
+    assert (tmp_path / "kept.json").read_text() == "{}"
+
+
+def test_bench_default_output_is_a_new_directory_under_the_current_one(tmp_path, monkeypatch):
+    from dlpackarray import _cli
+
+    monkeypatch.chdir(tmp_path)
+    first = _cli._bench_output(None)
+    assert os.path.dirname(first) == str(tmp_path)
+    assert os.path.basename(first).startswith("dlpackarray-bench-")
+    os.makedirs(first)
+    (open(os.path.join(first, "x"), "w")).close()
+    second = _cli._bench_output(None)
+    assert second != first and not os.path.exists(second)

@@ -558,6 +558,40 @@ def summary_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+#: Exit status of ``matrix`` when a cell crashed for a reason not in LIMITATIONS.
+UNKNOWN_CRASH_STATUS = 3
+_LISTED_PER_REASON = 5
+
+
+def closing_report(doc: dict) -> tuple[list[str], bool]:
+    """The crashed and refused cells, grouped by consumer and reason, each group with its
+    documented reason (the known limitation it matches, docs/limitations.md) or the
+    consumer's own error; and whether a crash matched no known limitation."""
+    groups: dict[tuple, list[str]] = {}
+    for cell in doc["cells"]:
+        if cell["status"] in (CRASHED, REFUSED):
+            key = (cell["status"], cell["consumer"], cell["reason"], cell["see"])
+            groups.setdefault(key, []).append(f"{cell['producer']} [{cell['case']}]")
+    lines = []
+    unknown_crash = False
+    for (status, consumer, reason, see), where in sorted(groups.items()):
+        if see:
+            why = f"known limitation: {LIMITATIONS[see]} (docs/limitations.md#{see})"
+        elif status == CRASHED:
+            why = "NOT a known limitation: please report it"
+            unknown_crash = True
+        else:
+            why = "the consumer's refusal, as it words it"
+        shown = ", ".join(where[:_LISTED_PER_REASON])
+        if len(where) > _LISTED_PER_REASON:
+            shown += f", and {len(where) - _LISTED_PER_REASON} more (--json lists every cell)"
+        lines.append(f"{status} in {consumer} ({len(where)}): {reason}; {why}")
+        lines.append(f"    {shown}")
+    if not lines:
+        lines.append("no cell crashed or was refused")
+    return lines, unknown_crash
+
+
 def _comparable(cells: list, with_reasons: bool) -> list:
     keys = ("producer", "consumer", "case", "status", "whose") + (
         ("reason", "see") if with_reasons else ()
@@ -614,7 +648,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m dlpackarray matrix",
         description="Run every producer through DLPackArray into every consumer and "
-        "classify each cell: zero-copy, copied, refused or crashed.",
+        "classify each cell: zero-copy, copied, refused or crashed.  Ends with the crashed "
+        "and refused cells and the reason for each.",
+        epilog=f"Exit status: {UNKNOWN_CRASH_STATUS} when a cell crashed for a reason that is "
+        "not a known limitation (docs/limitations.md), 1 when --check finds the committed "
+        "matrix stale, 2 for a usage error, 0 otherwise.",
     )
     parser.add_argument("--quick", action="store_true", help="a few cases only (under a minute)")
     parser.add_argument("--write", metavar="DIR", help="write DIR/interop.json and interop.md")
@@ -648,7 +686,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         print(summary_table(doc))
-    status = 0
+    closing, unknown_crash = closing_report(doc)
+    print(
+        "\nCrashed and refused cells:", *closing, sep="\n", file=sys.stderr if args.json else None
+    )
+    status = UNKNOWN_CRASH_STATUS if unknown_crash else 0
     if args.write:
         for path in write(doc, args.write):
             print(f"wrote {path}", file=sys.stderr)
@@ -662,7 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"`python -m dlpackarray matrix --write {args.check}` and commit the result",
                 file=sys.stderr,
             )
-            status = 1
+            status = status or 1
         else:
             print(f"{args.check}/interop.md is up to date", file=sys.stderr)
     return status
