@@ -1,0 +1,54 @@
+"""Project files a user or a service reads: CHANGELOG.md, .readthedocs.yaml, the URLs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    not (ROOT / "pyproject.toml").is_file(), reason="needs a source checkout"
+)
+
+
+def _pyproject() -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli", reason="reads pyproject.toml on 3.10")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_changelog_keeps_a_changelog_format():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert text.startswith("# Changelog\n")
+    versions = re.findall(r"^## \[([^\]]+)\](.*)$", text, re.M)
+    assert versions[0] == ("Unreleased", "")
+    for name, date in versions[1:]:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", name), name
+        assert re.fullmatch(r" - \d{4}-\d{2}-\d{2}", date), date
+    assert _pyproject()["project"]["version"] in [v for v, _ in versions]
+    allowed = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    assert set(re.findall(r"^### (.+)$", text, re.M)) <= allowed
+    # Every version heading has its link reference at the bottom.
+    for name, _ in versions:
+        assert re.search(rf"^\[{re.escape(name)}\]: https://", text, re.M), name
+
+
+def test_changelog_url_points_at_the_changelog_file():
+    url = _pyproject()["project"]["urls"]["Changelog"]
+    assert url.endswith("/CHANGELOG.md")
+
+
+def test_readthedocs_configuration():
+    yaml = pytest.importorskip("yaml", reason="reads .readthedocs.yaml")
+    conf = yaml.safe_load((ROOT / ".readthedocs.yaml").read_text())
+    assert conf["version"] == 2
+    assert conf["build"]["tools"]["python"] == "3.11"
+    assert (ROOT / conf["sphinx"]["configuration"]).is_file()
+    (install,) = conf["python"]["install"]
+    assert install["path"] == "." and install["extra_requirements"] == ["docs"]
+    assert "docs" in _pyproject()["project"]["optional-dependencies"]
