@@ -40,7 +40,9 @@ settings.load_profile(
 
 def require(module: str, why: str):
     """``pytest.importorskip`` with a reason that says what the test needs the module for."""
-    return pytest.importorskip(module, reason=f"{module} is not installed: {why}")
+    return pytest.importorskip(
+        module, reason=f'{module} is not installed ({why}): pip install ".[interop]"'
+    )
 
 
 def require_torch():

@@ -78,7 +78,8 @@ def official_header():
     if header is None:
         found = ", ".join(f"{h} ({v})" for h, v in seen.items()) or "none"
         pytest.skip(
-            "NO OFFICIAL DLPack 1.3 dlpack.h FOUND (install apache-tvm-ffi); the ABI "
+            "NO OFFICIAL DLPack 1.3 dlpack.h FOUND (apache-tvm-ffi ships it: "
+            'pip install ".[interop]"); the ABI '
             f"layout check did not run. Headers seen: {found}"
         )
     return header

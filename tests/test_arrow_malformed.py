@@ -17,7 +17,7 @@ import textwrap
 import numpy as np
 import pytest
 from arrow_forge import Forge, extension, producer
-from conftest import run_python
+from conftest import require, run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +79,7 @@ def test_bool8_on_int8_is_still_zero_copy_bool(formats, shape):
 
 def test_pyarrow_refuses_the_same_misfit_bool8():
     """The rule is pyarrow's: it refuses arrow.bool8 on any storage but int8."""
-    pa = pytest.importorskip("pyarrow")
+    pa = require("pyarrow", "these tests exchange data with it")
     for _, formats, level in BOOL8_MISFITS:
         schema = [{"format": f} for f in formats]
         schema[level]["metadata"] = BOOL8

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import require
 
-pa = pytest.importorskip("pyarrow")
+pa = require("pyarrow", "these tests exchange data with it")
+
 
 from dlpackarray import DLPackArray  # noqa: E402
 

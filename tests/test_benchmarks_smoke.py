@@ -6,13 +6,15 @@ import os
 import sys
 
 import pytest
+from conftest import require
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 pytest.importorskip("numpy")
-pytest.importorskip("torch")
+require("torch", "these tests exchange data with it")
+
 
 from benchmarks import run as bench_run  # noqa: E402  (needs the path set up above)
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import require
 
 import dlpackarray
 from dlpackarray import DLDeviceType, DLPackArray
 
-torch = pytest.importorskip("torch", reason="torch with CUDA drives the real-GPU tests")
+torch = require("torch", "torch with CUDA drives the real-GPU tests")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device is available", allow_module_level=True)
 

@@ -4,11 +4,12 @@ interface and takes the dtype from its name — still zero-copy."""
 
 import numpy as np
 import pytest
+from conftest import require
 
 from dlpackarray import DLPackArray
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes provides bfloat16/float8 for NumPy")
-torch = pytest.importorskip("torch")
+torch = require("torch", "these tests exchange data with it")
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ import dlpack_ctypes as dc
 import exchange_ctypes as ex
 import numpy as np
 import pytest
-from conftest import assert_clean_exit, run_python
+from conftest import assert_clean_exit, require, run_python
 
 import dlpackarray
 from dlpackarray import DLPackArray, from_dlpack
@@ -237,7 +237,7 @@ def test_every_protocol_route_refuses_an_array_that_is_not_ready(state, op):
 
 @pytest.mark.parametrize("consumer", ["torch", "pyarrow", "jax"])
 def test_foreign_consumers_get_the_error(consumer):
-    mod = pytest.importorskip(consumer)
+    mod = require(consumer, "the consumer that must see the not-ready error")
     convert = {
         "torch": lambda a: mod.from_dlpack(a),
         "pyarrow": lambda a: mod.array(a),
@@ -288,12 +288,12 @@ def test_second_init_is_refused_in_every_state(state):
 
 
 def _empty_chunked_array():
-    pa = pytest.importorskip("pyarrow")
+    pa = require("pyarrow", "these tests exchange data with it")
     return DLPackArray(pa.chunked_array([], type=pa.float64()))
 
 
 def _empty_nanoarrow_stream():
-    na = pytest.importorskip("nanoarrow")
+    na = require("nanoarrow", "these tests exchange data with it")
     return DLPackArray(na.c_array_stream([], na.float64()))
 
 

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from conftest import require
 
 from dlpackarray import DLPackArray
 
-torch = pytest.importorskip("torch")
-jax = pytest.importorskip("jax")
-jnp = pytest.importorskip("jax.numpy")
-Image = pytest.importorskip("PIL.Image")
+torch = require("torch", "these tests exchange data with it")
+jax = require("jax", "these tests exchange data with it")
+jnp = require("jax.numpy", "these tests exchange data with it")
+Image = require("PIL.Image", "these tests exchange data with it")
 
 
 @dataclass

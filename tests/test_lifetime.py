@@ -15,7 +15,7 @@ import weakref
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
-from conftest import require_torch
+from conftest import require, require_torch
 
 from dlpackarray import DLPackArray, from_dlpack
 
@@ -367,7 +367,7 @@ print("exiting")
 
 
 def test_interpreter_shutdown_with_live_exports_is_clean():
-    pytest.importorskip("torch")
+    require("torch", "these tests exchange data with it")
     import subprocess
     import sys
 

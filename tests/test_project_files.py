@@ -52,3 +52,23 @@ def test_readthedocs_configuration():
     (install,) = conf["python"]["install"]
     assert install["path"] == "." and install["extra_requirements"] == ["docs"]
     assert "docs" in _pyproject()["project"]["optional-dependencies"]
+
+
+CI_TEST_COMMAND = 'pip install ".[test,interop]" && python -m pytest -q tests'
+
+
+def test_ci_runs_the_readme_whole_suite_command_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    assert f"```bash\n{CI_TEST_COMMAND}\n```" in readme
+    assert f"\n{CI_TEST_COMMAND}\n" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_test_extra_is_small_and_interop_holds_the_array_libraries():
+    extras = _pyproject()["project"]["optional-dependencies"]
+
+    def names(extra):
+        return {re.split(r"[<>=!\[ ;]", r, maxsplit=1)[0].lower() for r in extras[extra]}
+
+    assert names("test") == {"pytest", "hypothesis", "numpy", "ml_dtypes", "cython"}
+    assert {"torch", "jax", "pyarrow", "polars", "duckdb", "nanoarrow"} <= names("interop")
+    assert "torch==2.13.0" in extras["interop"]  # never an unpinned torch

@@ -82,7 +82,10 @@ def _official_enum(text: str, name: str) -> dict[str, int]:
 def official():
     header, seen = find_official_header()
     if header is None:
-        pytest.skip(f"no official DLPack 1.3 dlpack.h installed (found: {seen or 'none'})")
+        pytest.skip(
+            f"no official DLPack 1.3 dlpack.h installed (found: {seen or 'none'}); "
+            'apache-tvm-ffi ships it: pip install ".[interop]"'
+        )
     return header
 
 

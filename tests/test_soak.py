@@ -21,7 +21,7 @@ import sys
 
 import pytest
 import shutdown_race
-from conftest import assert_clean_exit, run_python
+from conftest import assert_clean_exit, require, run_python
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "adversarial"))
 import build_ext  # noqa: E402
@@ -101,7 +101,7 @@ print(json.dumps({{"rss": rss_growth, "traced": traced_growth}}))
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_soak_memory_growth(path):
     if path == "torch":
-        pytest.importorskip("torch", reason="torch is the consumer of this path")
+        require("torch", "torch is the consumer of this path")
     code = SOAK.format(
         torch=path == "torch",
         page=os.sysconf("SC_PAGE_SIZE"),

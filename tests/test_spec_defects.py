@@ -14,6 +14,7 @@ import warnings
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
+from conftest import require
 
 from dlpackarray import DLPackArray, from_dlpack
 
@@ -179,7 +180,7 @@ def test_other_keyword_refusal_spellings_retry(message):
 
 
 def test_pyarrow_refusal_of_nulls_is_one_error_without_warning():
-    pa = pytest.importorskip("pyarrow")
+    pa = require("pyarrow", "these tests exchange data with it")
     arr = pa.array([1, None])
     # DLPackArray falls back to pyarrow's Arrow capsules, whose import names
     # the null count (tests/test_arrow_import.py); from_dlpack, which speaks
@@ -195,7 +196,7 @@ def test_pyarrow_refusal_of_nulls_is_one_error_without_warning():
 
 # --- item 6: byte_offset folded into data -----------------------------------------------
 def test_from_buffer_offset_folded_and_accepted_by_torch():
-    torch = pytest.importorskip("torch")
+    torch = require("torch", "these tests exchange data with it")
     raw = bytearray(16)
     raw[8:12] = (1234).to_bytes(4, "little")
     x = DLPackArray.from_buffer(raw, "int32", shape=(), offset=8)
@@ -228,9 +229,9 @@ def test_array_interface_offset_folded_for_every_consumer(shape):
     assert x.byte_offset == 0 and x.data_ptr == base + 12
     expected = np.arange(3, 3 + (shape[0] if shape else 1), dtype=np.int32).reshape(shape)
     np.testing.assert_array_equal(np.from_dlpack(x), expected)
-    torch = pytest.importorskip("torch")
+    torch = require("torch", "these tests exchange data with it")
     assert torch.from_dlpack(x).tolist() == expected.tolist()
-    jnp = pytest.importorskip("jax.numpy")
+    jnp = require("jax.numpy", "these tests exchange data with it")
     assert jnp.from_dlpack(x).tolist() == expected.tolist()
 
 
@@ -242,7 +243,7 @@ def test_capsule_byte_offset_folded_on_import(versioned):
     assert x.data_ptr == address(a) + 12 and x.byte_offset == 0
     f = dc.tensor_fields(x.__dlpack__(max_version=(1, 3)))
     assert (f["data"], f["byte_offset"]) == (address(a) + 12, 0)
-    torch = pytest.importorskip("torch")
+    torch = require("torch", "these tests exchange data with it")
     assert torch.from_dlpack(x[0]).item() == 3  # a 0-d view: torch demands byte_offset 0
 
 

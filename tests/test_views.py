@@ -8,13 +8,14 @@ import gc
 
 import numpy as np
 import pytest
+from conftest import require
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dlpackarray import DLPackArray
 
-torch = pytest.importorskip("torch")
+torch = require("torch", "these tests exchange data with it")
 
 
 def element_strides(a):
