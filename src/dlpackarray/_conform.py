@@ -70,7 +70,44 @@ def generate() -> dict:
 
 
 #: Why a library fails a rule: an upstream bug (with its tracker) or a spec-permitted choice.
-NOTES: dict[tuple[str, str], str] = {}
+NOTES: dict[tuple[str, str], str] = {
+    ("torch", "dlpack.copy.true-is-copied"): (
+        "**Bug**: `Tensor.__dlpack__(copy=True)` exports a fresh clone but leaves "
+        "DLPACK_FLAG_BITMASK_IS_COPIED clear, so a consumer cannot tell it owns the data "
+        "(no upstream issue found; tracker: https://github.com/pytorch/pytorch/issues)."
+    ),
+    ("JAX", "dlpack.capsule-name.versioned"): (
+        "**Spec-permitted deviation**: JAX exports DLPack 0.x only; a producer may answer "
+        "`max_version` with an older version and consumers must check the capsule name "
+        "(every consumer's fallback)."
+    ),
+    ("JAX", "dlpack.deleter.via-struct"): (
+        "**Spec-permitted deviation** (should): XLA's capsule destructor runs its deleter "
+        "function directly rather than through the struct's `deleter` field; the cleanup "
+        "is the same."
+    ),
+    ("tvm-ffi", "dlpack.max-version.older-major"): (
+        "**Bug**: the legacy export path for an older major raises AttributeError instead "
+        "of returning a legacy capsule or BufferError "
+        "(tracker: https://github.com/apache/tvm-ffi/issues)."
+    ),
+    ("tvm-ffi", "dlpack.copy.true-new-memory"): (
+        "**Missing feature**: `copy=True` raises BufferError(\"copy not yet supported\"); "
+        "the spec requires the producer to copy."
+    ),
+    ("tvm-ffi", "dlpack.stream.cpu-none-only"): (
+        "**Deviation** (should): a CPU tensor accepts `stream=2` silently."
+    ),
+    ("pydlpack", "dlpack.export.repeatable"): (
+        "**Bug**: an `asdlpack` object exports once; the next `__dlpack__` raises KeyError "
+        "(tracker: https://github.com/pearu/pydlpack/issues); later DLPack rules are not "
+        "reached."
+    ),
+    ("pydlpack", "dlpack.keywords.accepted"): (
+        "**Outdated**: pydlpack 0.2's `__dlpack__` predates the 2023.12 keywords "
+        "(`max_version`, `dl_device`, `copy`)."
+    ),
+}
 
 
 def render(doc: dict) -> str:
@@ -124,6 +161,9 @@ def render(doc: dict) -> str:
     for rule_id, rule in RULES.items():
         cells = [mark[doc[lib]["results"].get(rule_id, ["not-applicable"])[0]] for lib in libs]
         lines.append(f"| `{rule_id}` | {rule.level} | " + " | ".join(cells) + " |")
+    lines += ["", "## Rules", "", "| rule | level | statement | reference |", "|---|---|---|---|"]
+    for rule_id, rule in RULES.items():
+        lines.append(f"| `{rule_id}` | {rule.level} | {rule.statement} | {rule.reference} |")
     lines += ["", "## Expressions", ""]
     lines += [f"- {lib}: `{doc[lib]['expression']}`" for lib in libs]
     return "\n".join(lines) + "\n"
