@@ -92,7 +92,7 @@ NOTES: dict[tuple[str, str], str] = {
         "(tracker: https://github.com/apache/tvm-ffi/issues)."
     ),
     ("tvm-ffi", "dlpack.copy.true-new-memory"): (
-        "**Missing feature**: `copy=True` raises BufferError(\"copy not yet supported\"); "
+        '**Missing feature**: `copy=True` raises BufferError("copy not yet supported"); '
         "the spec requires the producer to copy."
     ),
     ("tvm-ffi", "dlpack.stream.cpu-none-only"): (

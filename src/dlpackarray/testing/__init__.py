@@ -92,8 +92,8 @@ FAMILIES = {
 
 #: Every rule, by id.
 RULES: dict[str, Rule] = {}
-for _rules, _, _ in FAMILIES.values():
-    RULES.update(_rules)
+for _family in FAMILIES.values():
+    RULES.update(_family[0])
 RULES.update(_PROCESS)
 
 

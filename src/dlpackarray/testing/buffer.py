@@ -50,6 +50,8 @@ RULES = rule_table(
 def check(obj, rec: Recorder) -> None:
     """Run the buffer-protocol rules on ``obj`` (which supports ``memoryview``)."""
     info = _abi.buffer_info(obj)
+    if info is None:
+        return
     fmt = info["format"]
     try:
         size = struct.calcsize(fmt) if fmt else None
