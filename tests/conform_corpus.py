@@ -424,6 +424,44 @@ def _exchange_type(bug):
     return type("Exchange", (), {"__dlpack_c_exchange_api__": capsule})
 
 
+_FROM_PY_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+_FROM_PY_CALL = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))
+_STREAM_CB = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)
+)
+
+
+def _exchange_subclass(bug):
+    """A DLPackArray subclass (conformant everywhere else) whose exchange table has one
+    function replaced: "refuse" (from_py returns -1), "other" (from_py exports another
+    array) or "stream" (current_work_stream returns -1)."""
+    import dlpackarray
+
+    src = dlpackarray.DLPackArray.__dlpack_c_exchange_api__
+    table = _abi.DLPackExchangeAPI.from_buffer_copy(
+        _abi.DLPackExchangeAPI.from_address(_abi.capsule_pointer(src))
+    )
+    original = _FROM_PY_CALL(table.managed_tensor_from_py_object_no_sync)
+    other = dlpackarray.DLPackArray(np.arange(5, dtype=np.float32))
+
+    def from_py(_obj, out):
+        return -1 if bug == "refuse" else original(other, out)
+
+    if bug == "stream":
+        cb = _STREAM_CB(lambda _t, _i, _out: -1)
+        table.current_work_stream = ctypes.cast(cb, ctypes.c_void_p).value
+    else:
+        cb = _FROM_PY_CB(from_py)
+        table.managed_tensor_from_py_object_no_sync = ctypes.cast(cb, ctypes.c_void_p).value
+    _KEEP.extend([table, cb, other])
+    capsule = _api.PyCapsule_New(
+        ctypes.addressof(table), ctypes.addressof(_NAMES["dlpack_exchange_api"]), None
+    )
+    cls = type("BrokenExchange", (dlpackarray.DLPackArray,), {})
+    cls.__dlpack_c_exchange_api__ = capsule
+    return cls(np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
 CORPUS = [
     # DLPack
     ("dlpack.device.pair", lambda: Made(device_report=[1, 0])),
@@ -505,6 +543,9 @@ CORPUS = [
     ("exchange.version", lambda: _exchange_type("version")()),
     ("exchange.members", lambda: _exchange_type("members")()),
     ("exchange.on-type", lambda: _exchange_type("instance")()),
+    ("exchange.from-py-agrees", lambda: _exchange_subclass("refuse")),
+    ("exchange.from-py-agrees", lambda: _exchange_subclass("other")),
+    ("exchange.current-work-stream", lambda: _exchange_subclass("stream")),
 ]
 
 #: Libraries each family of the corpus needs, by rule prefix.

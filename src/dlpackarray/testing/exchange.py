@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 from dlpackarray.testing import _abi
 from dlpackarray.testing.report import Recorder, rule_table
 
@@ -34,6 +36,19 @@ RULES = rule_table(
             "must",
             "allocator, from_py_object, to_py_object and current_work_stream are non-NULL",
             f"{ABI} (DLPackExchangeAPI)",
+        ),
+        (
+            "exchange.from-py-agrees",
+            "must",
+            "managed_tensor_from_py_object_no_sync succeeds on the object and gives the "
+            "tensor __dlpack__ gives (shape, dtype, device, first element)",
+            f"{ABI} (Function-pointer typedefs)",
+        ),
+        (
+            "exchange.current-work-stream",
+            "must",
+            "current_work_stream(kDLCPU, 0) succeeds (a CPU library may give a NULL stream)",
+            f"{ABI} (Function-pointer typedefs)",
         ),
     ],
 )
@@ -70,3 +85,56 @@ def check(obj, rec: Recorder) -> None:
         if not getattr(t, name)
     ]
     rec.check("exchange.members", not missing, "NULL: " + ", ".join(missing))
+    if missing:
+        return
+    _check_functions(obj, rec, t)
+
+
+# Functions taking Python objects run with the GIL held (PYFUNCTYPE); a -1 return leaves a
+# Python exception set, which ctypes raises.
+_FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))
+_STREAM = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)
+)
+
+
+def _check_functions(obj, rec, t) -> None:
+    out = ctypes.c_void_p()
+    try:
+        rc = _STREAM(t.current_work_stream)(_abi.KDL_CPU, 0, ctypes.byref(out))
+    except Exception as exc:  # noqa: BLE001
+        rec.fail("exchange.current-work-stream", f"raised {type(exc).__name__}: {exc}")
+    else:
+        rec.check("exchange.current-work-stream", rc == 0, f"returned {rc}")
+    if not hasattr(obj, "__dlpack__"):
+        return  # nothing to compare the table's export with
+    from dlpackarray.testing.dlpack import MAX_VERSION, _export
+
+    ref, _ = _export(obj, max_version=MAX_VERSION)
+    if ref is None or not ref.versioned:
+        return
+    out = ctypes.c_void_p()
+    try:
+        rc = _FROM_PY(t.managed_tensor_from_py_object_no_sync)(obj, ctypes.byref(out))
+    except Exception as exc:  # noqa: BLE001
+        rec.fail("exchange.from-py-agrees", f"raised {type(exc).__name__}: {exc}")
+        return
+    if rc != 0 or not out.value:
+        rec.fail("exchange.from-py-agrees", f"returned {rc} with tensor 0x{out.value or 0:x}")
+        return
+    m = _abi.DLManagedTensorVersioned.from_address(out.value)
+    tt = m.dl_tensor
+    n = max(tt.ndim, 0)
+    got = {
+        "shape": tuple(tt.shape[i] for i in range(n)) if tt.shape or not n else None,
+        "dtype": (tt.dtype.code, tt.dtype.bits, tt.dtype.lanes),
+        "device": (tt.device.device_type, tt.device.device_id),
+        "first": (tt.data or 0) + tt.byte_offset,
+    }
+    want = {"shape": ref.shape, "dtype": ref.dtype, "device": ref.device, "first": ref.first}
+    if m.deleter:  # the consumer's single call
+        _abi.VOID_FN(m.deleter)(out.value)
+    diff = [f"{k} {got[k]} vs {want[k]}" for k in want if got[k] != want[k]]
+    if want["shape"] and 0 in want["shape"]:
+        diff = [d for d in diff if not d.startswith("first")]
+    rec.check("exchange.from-py-agrees", not diff, "; ".join(diff))
