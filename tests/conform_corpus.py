@@ -92,16 +92,25 @@ class Made:
             a.flags.writeable = False
         self.a = a
         self.bugs = bugs
-        self.__array_interface__ = a.__array_interface__
+        if not bugs.get("cuda"):
+            self.__array_interface__ = a.__array_interface__
+
+    def _home(self):
+        # "cuda": a pretend CUDA tensor (host memory, never read as device memory).
+        return (2, 0) if self.bugs.get("cuda") else (1, 0)
 
     def __dlpack_device__(self):
-        return self.bugs.get("device_report", (1, 0))
+        return self.bugs.get("device_report", self._home())
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         b = self.bugs
-        if stream not in (None, -1) and not b.get("accept_stream"):
+        home = self._home()
+        if b.get("cuda"):
+            if stream == 0 and not b.get("accept_stream"):
+                raise ValueError("stream=0 is ambiguous")
+        elif stream not in (None, -1) and not b.get("accept_stream"):
             raise ValueError("CPU tensors take stream=None")
-        if dl_device is not None and tuple(dl_device) != (1, 0):
+        if dl_device is not None and tuple(dl_device) != tuple(home):
             if b.get("unsupported_device") == "ignore":
                 pass
             elif b.get("unsupported_device") == "value_error":
@@ -156,7 +165,7 @@ class Made:
         t = m.dl_tensor
         t.data = data.ctypes.data
         t.byte_offset = b.get("byte_offset", 0)
-        t.device = _abi.DLDevice(*b.get("capsule_device", (1, 0)))
+        t.device = _abi.DLDevice(*b.get("capsule_device", self._home()))
         t.ndim = 2
         t.dtype = _abi.DLDataType(2, b.get("bits", 64), b.get("lanes", 1))
         t.shape = None if b.get("null_shape") else ctypes.cast(shape, _abi.c_int64_p)
@@ -504,6 +513,7 @@ CORPUS = [
     ("dlpack.tensor.layout-agrees", lambda: Made(byte_strides=True)),
     ("dlpack.tensor.layout-agrees", lambda: Made(bits=32)),
     ("dlpack.stream.cpu-none-only", lambda: Made(accept_stream=True)),
+    ("dlpack.stream.cuda-zero-rejected", lambda: Made(cuda=True, accept_stream=True)),
     # __array_interface__ / __array_struct__
     ("array-interface.dict", lambda: Interface(typestr=None)),
     ("array-interface.version", lambda: Interface(version=2)),

@@ -56,6 +56,11 @@ def test_made_baseline_conforms():
     assert _failed(report) == set(), str(report)
     read_only = check_conformance(Made(readonly=True))
     assert _failed(read_only) == set(), str(read_only)
+    cuda = check_conformance(Made(cuda=True))
+    assert _failed(cuda) == set(), str(cuda)
+    assert any(
+        r.rule.id == "dlpack.stream.cuda-zero-rejected" for r in cuda.results if r.status == "pass"
+    )
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,12 @@ RULES = rule_table(
             f"{ABI} § DLTensor",
         ),
         (
+            "dlpack.stream.cuda-zero-rejected",
+            "should",
+            "on a CUDA tensor stream=0 is refused (ambiguous; 1 and 2 name the default streams)",
+            f"{PYSPEC} § stream; {SPEC} § Semantics",
+        ),
+        (
             "dlpack.stream.cpu-none-only",
             "should",
             "on a CPU tensor a stream other than None or -1 is refused",
@@ -307,6 +313,13 @@ def check(obj, rec: Recorder) -> None:
     _check_copy(obj, rec, cap, memory)
     if device is not None and device[0] == _abi.KDL_CPU:
         _check_cpu(obj, rec)
+    if device is not None and device[0] == _abi.KDL_CUDA:
+        zero, exc = _export(obj, max_version=MAX_VERSION, stream=0)
+        rec.check(
+            "dlpack.stream.cuda-zero-rejected",
+            zero is None and not _is_keyword_error(exc),
+            "stream=0 accepted for a CUDA tensor",
+        )
 
 
 def _check_device(obj, rec):
