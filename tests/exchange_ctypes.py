@@ -11,23 +11,16 @@ import ctypes
 
 from dlpack_ctypes import DLPackVersion, DLTensor, _api
 
+from dlpackarray.testing._abi import DLPackExchangeAPI
+
 _api.Py_DecRef.argtypes = [ctypes.c_void_p]
 _api.Py_DecRef.restype = None
 
 NAME_EXCHANGE = ctypes.create_string_buffer(b"dlpack_exchange_api")
 
 
-class ExchangeAPI(ctypes.Structure):
-    _fields_ = [
-        ("version", DLPackVersion),
-        ("prev_api", ctypes.c_void_p),
-        ("managed_tensor_allocator", ctypes.c_void_p),
-        ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
-        ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
-        ("dltensor_from_py_object_no_sync", ctypes.c_void_p),
-        ("current_work_stream", ctypes.c_void_p),
-    ]
-
+# The table layout is dlpackarray.testing's own ABI mirror (one definition).
+ExchangeAPI = DLPackExchangeAPI
 
 SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
 # Functions that take Python objects are called holding the GIL (PYFUNCTYPE),

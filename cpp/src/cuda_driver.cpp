@@ -103,9 +103,12 @@ void load_locked() {
     fail(ErrorKind::Buffer,
          "the CUDA driver '" + g_path + "' loaded but cuInit failed: " + name + ": no usable GPU");
   }
-  static std::once_flag fork_handlers;
-  std::call_once(fork_handlers,
-                 [] { pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); });
+  // Once per process.  A function-local static, not std::call_once: that
+  // calls pthread_once, which is versioned GLIBC_2.34 on newer glibc and
+  // would lift the wheel's manylinux tag (tests/test_glibc_versions.py).
+  static const bool fork_handlers_installed =
+      pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+  (void)fork_handlers_installed;
   g_table = t;
   g_handle = handle;
   g_loaded = true;

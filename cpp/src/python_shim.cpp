@@ -12,18 +12,11 @@
 
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/managed_tensor.hpp"
+#include "python_thread_state.hpp"
 
 namespace dla::py {
 
 namespace {
-
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
 
 // Managed-tensor blocks of exported capsules are recycled: every exchange
 // makes and drops one, and a pool avoids a malloc/free pair per call.  Every
@@ -145,22 +138,6 @@ PyMethodDef g_close_gate_def = {
     "close_release_gate", close_gate, METH_NOARGS,
     "dlpackarray: from now on, releases by threads without the GIL leak instead of entering "
     "Python (registered with atexit)."};
-
-// Whether this thread holds the GIL (is attached to an interpreter) now.
-// 3.12+ keeps the current thread state per thread, NULL while detached; 3.11
-// and older keep one per runtime, the holder's, so it must also be this
-// thread's own.  Unlike PyGILState_Check this stays exact when
-// sub-interpreters have switched that check off.
-bool holds_gil() noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-  return PyThreadState_GetUnchecked() != nullptr;
-#elif PY_VERSION_HEX >= 0x030C0000
-  return _PyThreadState_UncheckedGet() != nullptr;
-#else
-  PyThreadState* current = _PyThreadState_UncheckedGet();
-  return current != nullptr && current == PyGILState_GetThisThreadState();
-#endif
-}
 
 // Runs `release` with the GIL taken by this thread, which does not hold it,
 // keeping an in-flight exception intact.  Returns false, running nothing,

@@ -1,5 +1,5 @@
-"""``python -m dlpackarray [inspect|matrix|bench]``: self-check, object inspector, interop
-matrix and benchmarks (see docs/cli.md)."""
+"""``python -m dlpackarray [inspect|matrix|conform|bench]``: self-check, object inspector, interop
+matrix, conformance report and benchmarks (see docs/cli.md)."""
 
 import sys
 

@@ -4,7 +4,8 @@
 needs (the C header, ``dlpackarrayConfig.cmake``, ``dlpackarray.pc``).
 
 No command (or only options) runs the environment report and self-check
-(:mod:`dlpackarray._report`); ``inspect``, ``matrix`` and ``bench`` have their own modules.
+(:mod:`dlpackarray._report`); ``inspect``, ``matrix``, ``conform`` and ``bench`` have their
+own modules.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("inspect", "matrix", "bench")
+COMMANDS = ("inspect", "matrix", "bench", "conform")
 
 #: One line per sub-command for ``python -m dlpackarray --help``.
 COMMAND_HELP = {
     "inspect": "what DLPackArray sees in an object and which consumers take it zero-copy",
     "matrix": "every producer into every consumer: zero-copy, copied, refused or crashed",
     "bench": "the benchmark suite (source checkout) into a new results directory",
+    "conform": "check an object against every rule of the protocols it offers",
 }
 
 
@@ -140,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dlpackarray._matrix import main as matrix_main
 
         return matrix_main(args[1:])
+    if args and args[0] == "conform":
+        from dlpackarray._conform import main as conform_main
+
+        return conform_main(args[1:])
     if args and args[0] == "bench":
         return _bench(args[1:])
     if args and not args[0].startswith("-"):

@@ -1075,7 +1075,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   int c;
   CHECK(current_(&c));
   Alloc* a = find((uintptr_t)p, 1);
-  if (!a || (uintptr_t)a->base != p || a->kind != KIND_DEVICE) CHECK(E_INVALID_VALUE);
+  if (!a || (uintptr_t)a->base != p || (a->kind != KIND_DEVICE && a->kind != KIND_MANAGED)) CHECK(E_INVALID_VALUE);
   for (int i = 0; i < nstreams; ++i)
     if (ctxs[streams[i].ctx].device == a->device) run_(i, streams[i].enqueued);
   block_("cuMemFree");
@@ -1086,27 +1086,38 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 /* Pinned and managed allocations (DLPackArray_Empty): host-accessible memory of
  * the matching kind, freed by cuMemFreeHost / cuMemFree. */
 CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
-  FAIL_IF_ASKED("cuMemAllocHost_v2");
-  if (current_device() < 0) return 201;
-  *p = fake_alloc(bytes, KIND_HOST, current_device());
-  if (!*p) return 2;
-  logf_("cuMemAllocHost bytes=%zu dev=%d ptr=0x%lx", bytes, current_device(),
-        (unsigned long)(uintptr_t)*p);
-  return 0;
+  ENTRY("cuMemAllocHost_v2");
+  int c;
+  CHECK(current_(&c));
+  if (bytes == 0) CHECK(E_INVALID_VALUE);
+  void* q = alloc_(bytes, KIND_HOST, ctxs[c].device);
+  if (!q) CHECK(E_OUT_OF_MEMORY);
+  *p = q;
+  logf_("cuMemAllocHost bytes=%zu dev=%d ptr=0x%lx", bytes, ctxs[c].device,
+        (unsigned long)(uintptr_t)q);
+  EXIT
 }
 
 CUresult cuMemFreeHost(void* p) {
+  ENTRY("cuMemFreeHost");
   logf_("cuMemFreeHost ptr=0x%lx", (unsigned long)(uintptr_t)p);
-  return fake_free(p);
+  int c;
+  CHECK(current_(&c));
+  Alloc* a = find((uintptr_t)p, 1);
+  if (!a || a->base != p || a->kind != KIND_HOST) CHECK(E_INVALID_VALUE);
+  free_(p);
+  EXIT
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* p, size_t bytes, unsigned flags) {
-  FAIL_IF_ASKED("cuMemAllocManaged");
-  if (current_device() < 0) return 201;
-  void* q = fake_alloc(bytes, KIND_MANAGED, current_device());
-  if (!q) return 2;
+  ENTRY("cuMemAllocManaged");
+  int c;
+  CHECK(current_(&c));
+  if (bytes == 0 || (flags != 1 && flags != 2)) CHECK(E_INVALID_VALUE);
+  void* q = alloc_(bytes, KIND_MANAGED, ctxs[c].device);
+  if (!q) CHECK(E_OUT_OF_MEMORY);
   *p = (CUdeviceptr)(uintptr_t)q;
-  logf_("cuMemAllocManaged bytes=%zu dev=%d flags=%u ptr=0x%llx", bytes, current_device(), flags,
+  logf_("cuMemAllocManaged bytes=%zu dev=%d flags=%u ptr=0x%llx", bytes, ctxs[c].device, flags,
         *p);
-  return 0;
+  EXIT
 }

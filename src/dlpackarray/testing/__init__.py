@@ -1,0 +1,205 @@
+"""Conformance checks for producers of the array exchange protocols.
+
+``check_conformance(obj)`` runs every applicable rule for every protocol ``obj`` offers --
+DLPack, the buffer protocol, ``__array_interface__`` / ``__array_struct__``,
+``__cuda_array_interface__``, the Arrow PyCapsule interface and the DLPack C exchange
+API -- and returns a :class:`ConformanceReport`.  Pure Python (ctypes); NumPy is not
+needed.  See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+
+from dlpackarray.testing import array_interface as _ai
+from dlpackarray.testing import arrow, buffer, cuda, dlpack, exchange
+from dlpackarray.testing.report import (
+    FAIL,
+    NOT_APPLICABLE,
+    ConformanceReport,
+    Recorder,
+    Result,
+    Rule,
+    rule_table,
+)
+
+#: Protocol family -> (detector, checker) for every family the checker knows.
+_PROCESS = rule_table(
+    "process",
+    [
+        (
+            "process.no-crash",
+            "must",
+            "the probes run to completion without crashing the interpreter (isolate=True)",
+            "reference/dlpack_python_spec.md § Capsule lifecycle",
+        ),
+    ],
+)
+
+
+def _has_buffer(obj) -> bool:
+    try:
+        memoryview(obj).release()
+    except TypeError:
+        return False
+    return True
+
+
+def _has_arrow(obj) -> bool:
+    return any(
+        hasattr(obj, m)
+        for m in (
+            "__arrow_c_schema__",
+            "__arrow_c_array__",
+            "__arrow_c_stream__",
+            "__arrow_c_device_array__",
+            "__arrow_c_device_stream__",
+        )
+    )
+
+
+def _has_exchange(obj) -> bool:
+    return hasattr(type(obj), "__dlpack_c_exchange_api__") or hasattr(
+        obj, "__dlpack_c_exchange_api__"
+    )
+
+
+#: name -> (rules, offered(obj), check(obj, recorder)); the order of the report.
+FAMILIES = {
+    "dlpack": (dlpack.RULES, lambda o: hasattr(o, "__dlpack__"), dlpack.check),
+    "buffer": (buffer.RULES, _has_buffer, buffer.check),
+    "array_interface": (
+        {k: v for k, v in _ai.RULES.items() if k.startswith("array-interface.")},
+        lambda o: hasattr(o, "__array_interface__"),
+        _ai.check,
+    ),
+    "array_struct": (
+        {k: v for k, v in _ai.RULES.items() if k.startswith("array-struct.")},
+        lambda o: hasattr(o, "__array_struct__"),
+        _ai.check_struct,
+    ),
+    "cuda_array_interface": (
+        cuda.RULES,
+        lambda o: hasattr(o, "__cuda_array_interface__"),
+        cuda.check,
+    ),
+    "arrow": (arrow.RULES, _has_arrow, arrow.check),
+    "exchange": (exchange.RULES, _has_exchange, exchange.check),
+}
+
+#: Every rule, by id.
+RULES: dict[str, Rule] = {}
+for _family in FAMILIES.values():
+    RULES.update(_family[0])
+RULES.update(_PROCESS)
+
+
+def check_conformance(
+    obj, *, protocols: Iterable[str] | None = None, isolate: bool = False
+) -> ConformanceReport:
+    """Check ``obj``'s exports against every rule of the protocols it offers.
+
+    Parameters
+    ----------
+    obj : object
+        The producer (an array, a tensor, an Arrow array ...).  With ``isolate=True``, a
+        Python expression (str) naming it, evaluated like ``python -m dlpackarray inspect``.
+    protocols : iterable of str, optional
+        Restrict the check to these families (keys of :data:`FAMILIES`); default all.
+    isolate : bool
+        Run the probes in a child interpreter, so a producer that crashes (a deleter that
+        frees twice, garbage pointers) fails rule ``process.no-crash`` instead of killing
+        the caller.
+
+    Returns
+    -------
+    ConformanceReport
+        One result per rule: ``pass``, ``fail`` or ``not-applicable``.
+    """
+    if isolate:
+        return _isolated(obj, protocols)
+    wanted = set(FAMILIES if protocols is None else protocols)
+    unknown = wanted - set(FAMILIES)
+    if unknown:
+        raise ValueError(f"unknown protocol families {sorted(unknown)}; known: {list(FAMILIES)}")
+    results: list[Result] = []
+    for name, (rules, offered, check) in FAMILIES.items():
+        rec = Recorder(rules)
+        if name not in wanted:
+            why = "not requested"
+        elif not offered(obj):
+            why = "protocol not offered"
+        else:
+            why = "no probe reached this rule"
+            try:
+                check(obj, rec)
+            except Exception as exc:  # noqa: BLE001 - reported, never raised
+                first = next((r for r in rules if r not in rec.outcomes), next(iter(rules)))
+                rec.fail(first, f"probe raised {type(exc).__name__}: {exc}")
+        for rule_id, rule in rules.items():
+            status, message = rec.outcomes.get(rule_id, (NOT_APPLICABLE, why))
+            results.append(Result(rule, status, message))
+    results.append(Result(_PROCESS["process.no-crash"], "pass", ""))
+    return ConformanceReport(_subject(obj), results)
+
+
+def _subject(obj) -> str:
+    t = type(obj)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _isolated(expr, protocols) -> ConformanceReport:
+    if not isinstance(expr, str):
+        raise TypeError("isolate=True takes the producer as an expression (str)")
+    cmd = [sys.executable, "-m", "dlpackarray", "conform", expr, "--json"]
+    if protocols is not None:
+        cmd += ["--protocols", ",".join(protocols)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode in (0, 1):
+        try:
+            return report_from_json(proc.stdout)
+        except (ValueError, KeyError):
+            pass
+    rule = _PROCESS["process.no-crash"]
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+    return ConformanceReport(
+        expr, [Result(rule, FAIL, f"exit status {proc.returncode}: {' | '.join(tail)}")]
+    )
+
+
+def report_from_json(text: str) -> ConformanceReport:
+    """Rebuild a report from :meth:`ConformanceReport.to_json` output."""
+    data = json.loads(text)
+    results = [Result(RULES[r["rule"]], r["status"], r["message"]) for r in data["results"]]
+    return ConformanceReport(data["subject"], results)
+
+
+def assert_conforms(obj, *, protocols: Iterable[str] | None = None) -> ConformanceReport:
+    """Raise ``AssertionError`` listing every failed *must* rule of ``obj``.
+
+    Returns the report when ``obj`` conforms (``should`` failures do not raise).
+    """
+    report = check_conformance(obj, protocols=protocols)
+    if not report.ok:
+        failed = "\n".join(
+            f"  {r.rule.id}: {r.message} ({r.rule.reference})" for r in report.failures("must")
+        )
+        raise AssertionError(
+            f"{report.subject} breaks {len(report.failures('must'))} must rule(s):\n{failed}"
+        )
+    return report
+
+
+__all__ = [
+    "FAMILIES",
+    "RULES",
+    "ConformanceReport",
+    "Result",
+    "Rule",
+    "assert_conforms",
+    "check_conformance",
+    "report_from_json",
+]

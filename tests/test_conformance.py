@@ -1,0 +1,166 @@
+"""dlpackarray.testing: every broken producer of the corpus fails exactly its rule,
+DLPackArray and NumPy pass every rule, and the report / CLI behave as documented."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conform_corpus import CORPUS, NEEDS, Made
+
+import dlpackarray
+from dlpackarray.testing import (
+    RULES,
+    ConformanceReport,
+    assert_conforms,
+    check_conformance,
+    report_from_json,
+)
+
+
+def _failed(report: ConformanceReport) -> set[str]:
+    return {r.rule.id for r in report.failures()}
+
+
+def _ids():
+    seen: dict[str, int] = {}
+    out = []
+    for rule, _ in CORPUS:
+        seen[rule] = seen.get(rule, 0) + 1
+        out.append(f"{rule}-{seen[rule]}")
+    return out
+
+
+def test_corpus_size_and_rule_coverage():
+    assert len(CORPUS) >= 40
+    assert {rule for rule, _ in CORPUS} <= set(RULES)
+
+
+@pytest.mark.parametrize(("rule", "factory"), CORPUS, ids=_ids())
+def test_broken_producer_fails_exactly_its_rule(rule, factory):
+    for prefix, module in NEEDS.items():
+        if rule.startswith(prefix):
+            pytest.importorskip(module)
+    report = check_conformance(factory())
+    assert _failed(report) == {rule}, str(report)
+    assert report.ok == (RULES[rule].level == "should")
+
+
+def test_made_baseline_conforms():
+    # The corpus's baseline producer (no bug switched on) passes every rule it reaches.
+    report = check_conformance(Made())
+    assert _failed(report) == set(), str(report)
+    read_only = check_conformance(Made(readonly=True))
+    assert _failed(read_only) == set(), str(read_only)
+    cuda = check_conformance(Made(cuda=True))
+    assert _failed(cuda) == set(), str(cuda)
+    assert any(
+        r.rule.id == "dlpack.stream.cuda-zero-rejected" for r in cuda.results if r.status == "pass"
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dlpackarray.DLPackArray(np.arange(12, dtype=np.float32).reshape(3, 4)),
+        lambda: dlpackarray.DLPackArray(np.arange(12, dtype=np.int64)[::-2]),
+        lambda: dlpackarray.DLPackArray(np.frombuffer(b"abcdef", dtype=np.uint8)),
+        lambda: dlpackarray.DLPackArray(np.zeros((0, 3), dtype=np.float64)),
+        lambda: dlpackarray.DLPackArray(np.float32(1.5)),
+    ],
+    ids=["2d", "negative-strides", "read-only", "empty", "0-d"],
+)
+def test_dlpackarray_passes_every_rule(make):
+    report = check_conformance(make())
+    assert _failed(report) == set(), str(report)
+    # Every protocol family DLPackArray offers was actually exercised.
+    exercised = {r.rule.protocol for r in report.results if r.status == "pass"}
+    assert {"dlpack", "array_interface", "arrow", "exchange"} <= exercised
+
+
+def test_numpy_passes_every_rule():
+    assert _failed(check_conformance(np.arange(6.0).reshape(2, 3))) == set()
+
+
+def test_report_api():
+    report = check_conformance(Made(version=(2, 0)))
+    assert not report.ok
+    (bad,) = report.failures()
+    assert bad.rule.id == "dlpack.version.major" and bad.status == "fail"
+    assert bad.reference == RULES["dlpack.version.major"].reference
+    assert "dlpack.version.major" in str(report) and "NOT CONFORMANT" in str(report)
+    data = json.loads(report.to_json())
+    assert data["ok"] is False and len(data["results"]) == len(RULES)
+    again = report_from_json(report.to_json())
+    assert [(r.rule.id, r.status) for r in again.results] == [
+        (r.rule.id, r.status) for r in report.results
+    ]
+    with pytest.raises(AssertionError, match="dlpack.version.major"):
+        assert_conforms(Made(version=(2, 0)))
+    assert assert_conforms(Made()).ok
+
+
+def test_rules_are_well_formed():
+    for rule_id, rule in RULES.items():
+        assert rule.id == rule_id and rule.level in ("must", "should")
+        assert rule.reference.startswith(("seeds/", "reference/")) and "§" in rule.reference
+        assert rule.statement and "\n" not in rule.statement
+
+
+def test_protocols_filter():
+    report = check_conformance(Made(version=(2, 0)), protocols=["array_interface"])
+    assert report.ok
+    assert all(r.status == "not-applicable" for r in report.results if r.rule.protocol == "dlpack")
+    with pytest.raises(ValueError, match="unknown protocol"):
+        check_conformance(Made(), protocols=["nope"])
+
+
+def _env():
+    # The children import dlpackarray and conform_corpus from where this process does.
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "dlpackarray", "conform", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_env(),
+    )
+
+
+def test_cli_exit_status_and_json():
+    good = _cli("np.arange(4.0)", "--json")
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout)["ok"] is True
+    bad = _cli("__import__('conform_corpus').Made(version=(2, 0))")
+    assert bad.returncode == 1, bad.stderr
+    assert "dlpack.version.major" in bad.stdout
+
+
+def test_isolate_reports_a_crash_instead_of_crashing():
+    expr = "__import__('os').abort() or np.arange(3)"
+    report = check_conformance(expr, isolate=True)
+    assert not report.ok
+    assert _failed(report) == {"process.no-crash"}
+    ok = check_conformance("np.arange(3.0)", isolate=True)
+    assert ok.ok and _failed(ok) == set()
+
+
+def test_importable_without_numpy():
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "import dlpackarray.testing as t\n"
+        "r = t.check_conformance(bytearray(b'abc'))\n"
+        "assert r.ok, str(r)\n"
+        "assert any(x.status == 'pass' for x in r.results if x.rule.protocol == 'buffer')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=_env()
+    )
+    assert proc.returncode == 0, proc.stderr
