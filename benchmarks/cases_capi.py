@@ -214,6 +214,15 @@ def _setup_from_object() -> dict:
         if isinstance(npy, Exception)
         else npy.loop_from_any
     )
+    try:
+        import tvm_ffi
+
+        ns["tvm_from_dlpack"] = tvm_ffi.from_dlpack
+    except Exception as exc:  # noqa: BLE001
+        ns["tvm_from_dlpack"] = _Unavailable(f"tvm_ffi: {type(exc).__name__}: {exc}")
+    import dlpackarray
+
+    ns["DLPackArray"] = dlpackarray.DLPackArray
     return ns
 
 
@@ -303,6 +312,17 @@ def cases() -> list[Case]:
                     "PyArray_FromAny(ndarray, NULL, 0, 0, 0, NULL) + Py_DECREF: NumPy returns "
                     "its own array, no new object",
                     ops=LOOP,
+                ),
+                Contender(
+                    "tvm-ffi from_dlpack (Python)",
+                    "tvm_from_dlpack(x)",
+                    "tvm_ffi.from_dlpack(ndarray): tvm-ffi has no C-level from-object call, so "
+                    "this is its Python entry point (one Python call included)",
+                ),
+                Contender(
+                    "dlpackarray DLPackArray(x) (Python)",
+                    "DLPackArray(x)",
+                    "the same from Python, for scale beside tvm-ffi's Python call",
                 ),
             ],
             anchor=FROM_OBJECT,

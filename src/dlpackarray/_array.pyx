@@ -7,14 +7,16 @@ import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
-from libc.stdint cimport uintptr_t
+from cpython.object cimport PyObject
+from libc.stdint cimport uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, kDLCPU, kDLPackMajorVersion, kDLPackMinorVersion, kDLUInt,
+    DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLPackMajorVersion,
+    kDLPackMinorVersion, kDLUInt,
 )
 from dlpackarray.core cimport (
     CopyMode, TensorView, byte_stride, device_text, dtype_itemsize, is_c_contiguous,
-    is_f_contiguous,
+    is_f_contiguous, kInlineNdim, validate,
     DeviceRoute, kConsumer, kRouteCopyToHost, kRouteRelabelHost, route_device_request,
     supported_dtypes_text, view_nbytes, view_size,
 )
@@ -77,6 +79,116 @@ cdef inline object _ndarray_type():
     if _NDARRAY_TYPE is None:
         _NDARRAY_TYPE = getattr(sys.modules.get("numpy"), "ndarray", None)
     return _NDARRAY_TYPE
+
+
+# -- exact numpy.ndarray fast path ----------------------------------------------------------
+# NumPy has no C exchange table, so an ndarray's __dlpack__ (a Python call, a
+# capsule and a managed tensor) cost ~250 ns of DLPackArray_FromObject's ~290.
+# An *exact* ndarray is read in place instead, through the head of NumPy's
+# object and descriptor structs, whose fields up to ``flags`` / ``type_num``
+# are the same in NumPy 1.x and 2.x (numpy/ndarraytypes.h).  Only what
+# ndarray.__dlpack__ exports as is takes this path -- a built-in numeric dtype
+# in native byte order, aligned, every stride a multiple of the item size --
+# and the result is the view the __dlpack__ route gives (the differential test
+# tests/test_ndarray_fast_path.py checks every field); anything else, and any
+# copy/device request, takes the documented route.
+cdef extern from *:
+    """
+    typedef struct {
+        PyObject_HEAD
+        char* data;
+        int nd;
+        Py_ssize_t* dimensions;
+        Py_ssize_t* strides;
+        PyObject* base;
+        PyObject* descr;
+        int flags;
+    } dla_npy_array_head;
+    typedef struct {
+        PyObject_HEAD
+        PyTypeObject* typeobj;
+        char kind;
+        char type;
+        char byteorder;
+        char former_flags;
+        int type_num;
+    } dla_npy_descr_head;
+    /* NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE */
+    #define DLA_NPY_ALIGNED 0x0100
+    #define DLA_NPY_WRITEABLE 0x0400
+    """
+    ctypedef struct dla_npy_array_head:
+        char* data
+        int nd
+        Py_ssize_t* dimensions
+        Py_ssize_t* strides
+        PyObject* descr
+        int flags
+    ctypedef struct dla_npy_descr_head:
+        char kind
+        char byteorder
+        int type_num
+    const int DLA_NPY_ALIGNED
+    const int DLA_NPY_WRITEABLE
+
+
+# Item sizes of the built-in type numbers ndarray.__dlpack__ exports (NPY_BOOL
+# .. NPY_CDOUBLE, NPY_HALF = 23); 0: not exported (long double, object, ...).
+cdef int _NPY_ITEMSIZE[24]
+_NPY_ITEMSIZE[:] = [
+    1, 1, 1, sizeof(short), sizeof(short), sizeof(int), sizeof(int), sizeof(long),
+    sizeof(long), sizeof(long long), sizeof(long long), 4, 8, 0, 8, 16,
+    0, 0, 0, 0, 0, 0, 0, 2]
+
+
+cdef int _NDARRAY_FAST = -1  # unknown until the first exact ndarray
+
+
+cdef inline DLDataType _dtype_of_kind(char kind, int itemsize) noexcept:
+    cdef DLDataType dt
+    dt.code = (kDLBool if kind == b'b' else kDLInt if kind == b'i' else
+               kDLUInt if kind == b'u' else kDLFloat if kind == b'f' else kDLComplex)
+    dt.bits = <uint8_t>(8 * itemsize)
+    dt.lanes = 1
+    return dt
+
+
+@cython.cdivision(True)  # itemsize > 0; C's % and / are exact for multiples
+cdef bint _import_exact_ndarray(DLPackArray self, object obj) except -1:
+    """Fills ``self`` from the exact ndarray ``obj``; False (nothing done) when
+    the array is one __dlpack__ may treat otherwise."""
+    cdef const dla_npy_array_head* arr = <const dla_npy_array_head*><PyObject*>obj
+    cdef const dla_npy_descr_head* descr = <const dla_npy_descr_head*>arr.descr
+    cdef int i, itemsize
+    global _NDARRAY_FAST
+    if _NDARRAY_FAST < 0:
+        # NumPy 1.x exports only legacy capsules, refusing read-only arrays.
+        _NDARRAY_FAST = int(str(sys.modules["numpy"].__version__).split(".")[0]) >= 2
+    if not _NDARRAY_FAST or arr.nd > kInlineNdim or not (arr.flags & DLA_NPY_ALIGNED):
+        return False
+    if descr.type_num < 0 or descr.type_num >= 24 or _NPY_ITEMSIZE[descr.type_num] == 0:
+        return False
+    if descr.byteorder != b'=' and descr.byteorder != b'|':
+        return False
+    itemsize = _NPY_ITEMSIZE[descr.type_num]
+    for i in range(arr.nd):
+        if arr.strides[i] % itemsize != 0:
+            return False
+    self._view.set_ndim(arr.nd)
+    for i in range(arr.nd):
+        self._view.shape[i] = arr.dimensions[i]
+        self._view.strides[i] = arr.strides[i] // itemsize
+    self._view.data = arr.data
+    self._view.byte_offset = 0
+    self._view.dtype = _dtype_of_kind(descr.kind, itemsize)
+    self._view.device.device_type = kDLCPU
+    self._view.device.device_id = 0
+    self._view.readonly = not (arr.flags & DLA_NPY_WRITEABLE)
+    self._view.ready_stream = NULL
+    validate(self._view)
+    # The ndarray owns (or keeps alive) its memory, as its __dlpack__ tensor would.
+    self.owner = obj
+    return True
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner):
@@ -195,6 +307,9 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     if not dlpack_only and _is_buffer_only_type(t):
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
+    if (copy is None or copy is False) and device is None and stream is None \
+            and <object>t is _NDARRAY_TYPE and _import_exact_ndarray(self, obj):
+        return 0
     # DLPack C exchange API (type.__dlpack_c_exchange_api__): the producer's
     # table exports without a Python-level __dlpack__ call.  It takes no
     # copy/device arguments, so the consumer-side rules apply afterwards;
