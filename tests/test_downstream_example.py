@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -25,6 +26,11 @@ EXAMPLE = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "downstre
 @pytest.fixture(scope="module")
 def dlpa_sum(tmp_path_factory):
     _tool("cmake")
+    cc = os.environ.get("CC") or "cc"
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc}) to build the example")
+    pytest.importorskip("scikit_build_core", reason="the example's build backend is missing")
+    pytest.importorskip("Cython", reason="Cython is needed to build the example")
     root = tmp_path_factory.mktemp("downstream_pkg")
     target, build = root / "site", root / "build"
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps"]
