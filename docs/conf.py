@@ -32,7 +32,8 @@ extensions = [
     "myst_parser",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "_generated"]
+# The example package is source (install.rst links it), not a page of the site.
+exclude_patterns = ["_build", "_generated", "examples/downstream_pkg"]
 myst_enable_extensions = ["colon_fence"]
 
 # Docstrings are numpydoc-style.  Cython writes each def's signature as its __text_signature__
