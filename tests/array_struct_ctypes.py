@@ -3,26 +3,15 @@
 
 import ctypes
 
+# The struct itself is the conformance checker's (one declaration of the layout).
+from dlpackarray.testing._abi import PyArrayInterface  # noqa: F401
+
 C_CONTIGUOUS = 0x1
 F_CONTIGUOUS = 0x2
 ALIGNED = 0x100
 NOTSWAPPED = 0x200
 WRITEABLE = 0x400
 ARR_HAS_DESCR = 0x800
-
-
-class PyArrayInterface(ctypes.Structure):
-    _fields_ = [
-        ("two", ctypes.c_int),
-        ("nd", ctypes.c_int),
-        ("typekind", ctypes.c_char),
-        ("itemsize", ctypes.c_int),
-        ("flags", ctypes.c_int),
-        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("data", ctypes.c_void_p),
-        ("descr", ctypes.c_void_p),
-    ]
 
 
 def _api(name, restype, *argtypes):
