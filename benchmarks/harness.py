@@ -92,6 +92,11 @@ class Case:
     big : bool
         True when an operation is slow (large copies): fewer, single-loop
         samples.
+    floor : str
+        Label of the contender that measures the route's floor: the least any
+        implementation could cost on it (a ready-made capsule handed to the
+        consumer, say).  Reports give every contender's ratio to it as well as
+        to the anchor.  Empty when the case has no measured floor.
     """
 
     family: str
@@ -112,6 +117,7 @@ class Case:
     # Called with the namespace after the measurements (stops what setup
     # started, such as B12's Dask cluster).
     teardown: Callable[[dict], Any] | None = None
+    floor: str = ""
 
 
 @dataclass
