@@ -11,8 +11,9 @@ import textwrap
 import pytest
 from conftest import require
 
-from dlpackarray import _matrix, _report
-from dlpackarray._matrix_cells import CONSUMERS
+from dlpackarray.cli import matrix as _matrix
+from dlpackarray.cli import selfcheck as _report
+from dlpackarray.cli.matrix_cells import CONSUMERS
 
 
 def run_module(*args: str, env: dict | None = None, cwd: str | None = None):
@@ -198,7 +199,7 @@ def test_matrix_unknown_name_is_a_usage_error():
 def test_a_crash_costs_one_cell(monkeypatch):
     """A worker that aborts in one cell: that cell is crashed, the others still run."""
     require("numpy", "builds the reference arrays")
-    import dlpackarray._matrix_cells as cells
+    import dlpackarray.cli.matrix_cells as cells
 
     reported = []
     # The crash happens inside the worker process, through an environment hook.
@@ -270,7 +271,7 @@ def test_version_prints_the_installed_version():
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_help_lists_every_command_with_one_line(flag):
-    from dlpackarray import _cli
+    from dlpackarray.cli import main as _cli
 
     proc = run_module(flag)
     assert proc.returncode == 0, proc.stderr
@@ -283,7 +284,7 @@ def test_help_lists_every_command_with_one_line(flag):
 
 
 def test_unknown_command_names_it_and_the_accepted_ones():
-    from dlpackarray import _cli
+    from dlpackarray.cli import main as _cli
 
     proc = run_module("frobnicate")
     assert proc.returncode == 2
@@ -347,7 +348,7 @@ def test_bench_refuses_a_directory_that_holds_files_and_names_it(tmp_path):
 
 
 def test_bench_default_output_is_a_new_directory_under_the_current_one(tmp_path, monkeypatch):
-    from dlpackarray import _cli
+    from dlpackarray.cli import main as _cli
 
     monkeypatch.chdir(tmp_path)
     first = _cli._bench_output(None)

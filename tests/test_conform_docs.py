@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dlpackarray import _conform
+from dlpackarray.cli import conform as _conform
 from dlpackarray.testing import RULES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

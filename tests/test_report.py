@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import dlpackarray as dla
-from dlpackarray import _report
+from dlpackarray.cli import selfcheck as _report
 
 
 def run_module(*args: str, extra_path: str | None = None) -> subprocess.CompletedProcess:

@@ -3,7 +3,7 @@ matrix, conformance report and benchmarks (see docs/cli.md)."""
 
 import sys
 
-from dlpackarray._cli import main
+from dlpackarray.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.expr:
         parser.error("EXPR is required (or --write/--check DIR)")
-    from dlpackarray._inspect import load
+    from dlpackarray.cli.inspect import load
     from dlpackarray.testing import check_conformance
 
     protocols = args.protocols.split(",") if args.protocols else None

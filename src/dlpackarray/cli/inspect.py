@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from dlpackarray._matrix import _reason
+from dlpackarray.cli.matrix import _reason
 
 #: Names EXPR may use without importing them.
 _MODULES = {
@@ -117,7 +117,7 @@ def _extent(a) -> tuple[int, int]:
 
 
 def _probe(consumer, a) -> dict:
-    from dlpackarray import _matrix as matrix
+    from dlpackarray.cli import matrix
 
     row = {"consumer": consumer.name, "call": consumer.call}
     if not matrix._installed(consumer.library):
@@ -143,7 +143,7 @@ def _probe(consumer, a) -> dict:
 def inspect(source: str) -> dict:
     """The whole report as plain data (what ``--json`` prints)."""
     from dlpackarray import DLPackArray
-    from dlpackarray._matrix_cells import CONSUMERS
+    from dlpackarray.cli.matrix_cells import CONSUMERS
 
     obj = load(source)
     report: dict = {

@@ -4,8 +4,8 @@
 needs (the C header, ``dlpackarrayConfig.cmake``, ``dlpackarray.pc``).
 
 No command (or only options) runs the environment report and self-check
-(:mod:`dlpackarray._report`); ``inspect``, ``matrix``, ``conform`` and ``bench`` have their
-own modules.
+(:mod:`dlpackarray.cli.selfcheck`); ``inspect``, ``matrix``, ``conform`` and ``bench`` have
+their own modules beside this one.
 """
 
 from __future__ import annotations
@@ -114,7 +114,11 @@ _PATHS = {
 def _print_path(option: str) -> int:
     import os
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *_PATHS[option])
+    import dlpackarray
+
+    # The folders sit in the package itself, one level above this sub-package.
+    package = os.path.dirname(os.path.abspath(dlpackarray.__file__))
+    path = os.path.join(package, *_PATHS[option])
     if not os.path.isdir(path):
         print(f"{option}: {path} is missing: a broken installation", file=sys.stderr)
         return 1
@@ -135,15 +139,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) == 1 and args[0] in _PATHS:
         return _print_path(args[0])
     if args and args[0] == "inspect":
-        from dlpackarray._inspect import main as inspect_main
+        from dlpackarray.cli.inspect import main as inspect_main
 
         return inspect_main(args[1:])
     if args and args[0] == "matrix":
-        from dlpackarray._matrix import main as matrix_main
+        from dlpackarray.cli.matrix import main as matrix_main
 
         return matrix_main(args[1:])
     if args and args[0] == "conform":
-        from dlpackarray._conform import main as conform_main
+        from dlpackarray.cli.conform import main as conform_main
 
         return conform_main(args[1:])
     if args and args[0] == "bench":
@@ -155,6 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from dlpackarray._report import main as report_main
+    from dlpackarray.cli.selfcheck import main as report_main
 
     return report_main(args)

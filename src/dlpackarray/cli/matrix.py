@@ -100,7 +100,7 @@ def _origin(exc: BaseException) -> str | None:
     while tb is not None:
         path = tb.tb_frame.f_code.co_filename.replace("\\", "/")
         tb = tb.tb_next
-        if path.endswith(("_matrix.py", "_matrix_cells.py")):
+        if path.endswith(("/cli/matrix.py", "/cli/matrix_cells.py")):
             continue
         if "/dlpackarray/" in path or path.startswith("dlpackarray/"):
             found = "dlpackarray"
@@ -125,7 +125,7 @@ def _installed(module: str) -> bool:
 
 def run_cell(producer_name: str, consumer_name: str, case_name: str, stage=lambda s: None):
     """Run one cell in this process; returns its result dict (``status`` may be ``n/a``)."""
-    from dlpackarray import _matrix_cells as cells
+    from dlpackarray.cli import matrix_cells as cells
 
     producer = cells.PRODUCER_BY_NAME[producer_name]
     consumer = cells.CONSUMER_BY_NAME[consumer_name]
@@ -225,7 +225,7 @@ def _arrow_export_copies(a) -> bool:
 
 
 def _worker_main() -> int:
-    """``python -m dlpackarray._matrix``: runs the cells given on stdin (JSON), one by one."""
+    """``python -m dlpackarray.cli.matrix``: runs the cells given on stdin (JSON), one by one."""
     cells = json.loads(sys.stdin.read())
 
     def emit(kind: str, payload) -> None:
@@ -254,7 +254,8 @@ def _worker_main() -> int:
 
 def _worker_env() -> dict:
     env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The folder holding the dlpackarray package (this file is dlpackarray/cli/matrix.py).
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     # Every cell sees the same libraries the same way: CPU JAX with 64-bit types, one
     # BLAS thread (the machine is shared), no GPU probing.
@@ -276,12 +277,12 @@ def _crash_reason(returncode: int | None) -> str:
 
 def _run_group(cells: list, report) -> None:
     """Runs ``cells`` (one consumer's) in workers, restarting after each crash."""
-    from dlpackarray import _matrix_cells as defs
+    from dlpackarray.cli import matrix_cells as defs
 
     pending = list(cells)
     while pending:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dlpackarray._matrix"],
+            [sys.executable, "-m", "dlpackarray.cli.matrix"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -365,7 +366,7 @@ def generate(
     progress=None,
 ) -> dict:
     """Runs the matrix and returns its JSON document (cells sorted, ``n/a`` ones dropped)."""
-    from dlpackarray import _matrix_cells as defs
+    from dlpackarray.cli import matrix_cells as defs
 
     p_names = list(producers or [p.name for p in defs.PRODUCERS])
     c_names = list(consumers or [c.name for c in defs.CONSUMERS])
@@ -511,7 +512,7 @@ def render_markdown(doc: dict) -> str:
             bad = sum(x["status"] in (CRASHED, WRONG) for x in mine)
             row.append(f"{zc}/{len(mine)}" + (" 💥" if bad else "") if mine else "")
         lines.append(f"| {_label(p)} | " + " | ".join(row) + " |")
-    from dlpackarray import _matrix_cells as defs
+    from dlpackarray.cli import matrix_cells as defs
 
     calls = {c.name: c.call for c in defs.CONSUMERS}
     for c in doc["consumers"]:

@@ -2,7 +2,7 @@
 
 This module runs inside the matrix's worker processes: every optional library is imported
 lazily, in the producer or consumer that needs it, so a missing library only makes its own
-cells ``n/a`` and an abort costs one cell (see :mod:`dlpackarray._matrix`).
+cells ``n/a`` and an abort costs one cell (see :mod:`dlpackarray.cli.matrix`).
 
 A *case* is a NumPy reference array (a dtype or a layout).  A *producer* rebuilds it as its
 own kind of object, or raises :class:`NotApplicable` when it cannot express it.  The cell
