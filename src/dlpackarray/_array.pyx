@@ -11,9 +11,9 @@ from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLPackMajorVersion,
-    kDLPackMinorVersion, kDLUInt,
+    DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLUInt,
 )
+from dlpackarray.core cimport kDLPackMajorVersion, kDLPackMinorVersion
 from dlpackarray.core cimport (
     CopyMode, TensorView, byte_stride, device_text, dtype_itemsize, is_c_contiguous,
     is_f_contiguous, kInlineNdim, validate,

@@ -17,8 +17,10 @@ from dlpackarray.abi cimport (
     kDLCUDAHost, kDLCUDAManaged,
     DLPackCurrentWorkStream, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
     DLPackManagedTensorAllocator, DLPackManagedTensorFromPyObjectNoSync,
-    DLPackManagedTensorToPyObjectNoSync, DLPackSetError, DLTensor, kCapsuleExchangeApi, kDLCPU,
-    kDLPackMajorVersion, kDLPackMinorVersion, kFlagReadOnly,
+    DLPackManagedTensorToPyObjectNoSync, DLPackSetError, DLTensor, kDLCPU,
+)
+from dlpackarray.core cimport (
+    kCapsuleExchangeApi, kDLPackMajorVersion, kDLPackMinorVersion, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
     Extent, TensorView, aligned_allocate, call_versioned_deleter, check_dtype_supported,

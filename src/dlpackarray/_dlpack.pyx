@@ -9,9 +9,12 @@ from cpython.pycapsule cimport (
 from libc.stdint cimport uint64_t
 
 from dlpackarray.abi cimport (
-    DLDevice, DLManagedTensor, DLManagedTensorVersioned, kCapsuleLegacy, kCapsuleLegacyUsed,
-    kCapsuleVersioned, kCapsuleVersionedUsed, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged,
-    kDLPackMajorVersion, kDLPackMinorVersion, kDLROCM, kDLROCMHost, kFlagIsCopied, kFlagReadOnly,
+    DLDevice, DLManagedTensor, DLManagedTensorVersioned, kDLCPU, kDLCUDA, kDLCUDAHost,
+    kDLCUDAManaged, kDLROCM, kDLROCMHost,
+)
+from dlpackarray.core cimport (
+    kCapsuleLegacy, kCapsuleLegacyUsed, kCapsuleVersioned, kCapsuleVersionedUsed,
+    kDLPackMajorVersion, kDLPackMinorVersion, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
     CopyMode, TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
