@@ -198,3 +198,58 @@ def test_c_header_refuses_an_older_official_header(tmp_path):
     cmd = [_compiler("c"), "-std=gnu11", "-fsyntax-only", f"-I{tmp_path}", f"-I{OUR_INCLUDE}"]
     r = subprocess.run([*cmd, f"-I{PY_INCLUDE}", str(src)], capture_output=True, text=True)
     assert r.returncode != 0 and "needs DLPack 1.x with x >= 3" in r.stderr
+
+
+# -- one declaration per language --------------------------------------------------------------
+
+ABI_TYPES = [
+    "DLPackVersion",
+    "DLDeviceType",
+    "DLDevice",
+    "DLDataTypeCode",
+    "DLDataType",
+    "DLTensor",
+    "DLManagedTensor",
+    "DLManagedTensorVersioned",
+    "DLPackManagedTensorAllocator",
+    "DLPackManagedTensorFromPyObjectNoSync",
+    "DLPackManagedTensorToPyObjectNoSync",
+    "DLPackDLTensorFromPyObjectNoSync",
+    "DLPackCurrentWorkStream",
+    "DLPackExchangeAPIHeader",
+    "DLPackExchangeAPI",
+]
+
+
+def _c_declarations(text: str, name: str) -> int:
+    """Definitions of `name` in C or C++ source: a typedef'd struct/enum body, a
+    `struct/enum name {`, a function-pointer typedef or a `using name =` alias."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+    patterns = [
+        rf"\}}\s*{name}\s*;",
+        rf"\b(?:struct|enum)\s+{name}\s*(?::\s*\w+\s*)?\{{",
+        rf"\btypedef\b[^;]*\(\s*\*\s*{name}\s*\)",
+        rf"\busing\s+{name}\s*=",
+    ]
+    return sum(len(re.findall(p, text)) for p in patterns)
+
+
+def _cython_declarations(text: str, name: str) -> int:
+    text = re.sub(r"#[^\n]*", "", text)
+    patterns = [
+        rf"^\s*(?:ctypedef|cdef)\s+(?:struct|enum|union|class)\s+{name}\b",
+        rf"^\s*ctypedef\b[^\n]*\(\s*\*\s*{name}\s*\)",
+    ]
+    return sum(len(re.findall(p, text, re.M)) for p in patterns)
+
+
+def test_the_abi_is_declared_once_per_language():
+    """C and C++ share dlpack_abi.h (the core's dlpack_abi.hpp only wraps it), Cython has
+    abi.pxd (c_api.pxd and the modules cimport it): no second copy to drift."""
+    c_sources = [p for p in (REPO / "cpp").rglob("*") if p.suffix in {".h", ".hpp", ".cpp"}]
+    pxd_sources = sorted((REPO / "src" / "dlpackarray").rglob("*.p[yx][xd]"))
+    for name in ABI_TYPES:
+        c_found = {p.name for p in c_sources if _c_declarations(p.read_text(), name)}
+        assert c_found == {"dlpack_abi.h"}, name
+        cy_found = {p.name for p in pxd_sources if _cython_declarations(p.read_text(), name)}
+        assert cy_found == {"abi.pxd"}, name

@@ -53,10 +53,11 @@ def build_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("downstream")
     for f in EXAMPLES.iterdir():
         shutil.copy(f, root)
-    # Only the public C header: builds cannot reach the C++ core's headers.
+    # Only the public C headers: builds cannot reach the C++ core's headers.
     include = root / "include" / "dlpackarray"
     include.mkdir(parents=True)
-    shutil.copy(pathlib.Path(dlpackarray.get_include()) / "dlpackarray" / "dlpackarray.h", include)
+    for header in ("dlpackarray.h", "dlpack_abi.h"):
+        shutil.copy(pathlib.Path(dlpackarray.get_include()) / "dlpackarray" / header, include)
     return root
 
 

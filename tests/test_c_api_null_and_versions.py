@@ -42,6 +42,7 @@ def _build(root: pathlib.Path, name: str, header_text: str) -> str:
     include = root / name / "dlpackarray"
     include.mkdir(parents=True)
     (include / "dlpackarray.h").write_text(header_text)
+    shutil.copy(HEADER.parent / "dlpack_abi.h", include)  # the DLPack ABI it includes
     out = root / f"{name}{SUFFIX}"
     cc = shutil.which("cc")
     assert cc is not None, "no C compiler (cc) to build the probe extension"

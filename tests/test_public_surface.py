@@ -1,8 +1,9 @@
 """Only the public surface ships, and all of it works downstream.
 
 The installed package (a wheel's contents) holds, for building against it, exactly the header
-``dlpackarray/dlpackarray.h`` (which includes nothing of ours), the Cython declarations
-``__init__.pxd`` and ``c_api.pxd``, the stubs and ``py.typed``: no C++ core header, no
+``dlpackarray/dlpackarray.h`` and the DLPack ABI it includes, ``dlpackarray/dlpack_abi.h``,
+the Cython declarations ``__init__.pxd``, ``c_api.pxd`` and ``abi.pxd`` (the one declaration
+of the DLPack ABI, which ``c_api.pxd`` cimports), the stubs and ``py.typed``: no C++ core header, no
 internal ``.pxd`` (a downstream ``cimport dlpackarray.core`` compiled, then failed at import
 with an undefined symbol) and no ``.pyx``.
 
@@ -37,8 +38,8 @@ EXAMPLES = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "c_api"
 PY_INCLUDE = sysconfig.get_paths()["include"]
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
-PUBLIC_PXD = {"__init__.pxd", "c_api.pxd"}
-PUBLIC_HEADERS = {"dlpackarray/dlpackarray.h"}
+PUBLIC_PXD = {"__init__.pxd", "c_api.pxd", "abi.pxd"}
+PUBLIC_HEADERS = {"dlpackarray/dlpackarray.h", "dlpackarray/dlpack_abi.h"}
 
 
 def test_the_package_ships_only_the_public_build_surface():
@@ -52,10 +53,20 @@ def test_the_package_ships_only_the_public_build_surface():
         assert (PACKAGE / stub).is_file(), stub
 
 
-def test_the_public_header_includes_only_python_and_the_c_library():
-    text = (INCLUDE / "dlpackarray" / "dlpackarray.h").read_text()
-    includes = set(re.findall(r'^\s*#\s*include\s+([<"][^>"]+[>"])', text, re.M))
-    assert includes == {"<Python.h>", "<stddef.h>", "<stdint.h>"}
+def _includes(header: str) -> set[str]:
+    text = (INCLUDE / header).read_text()
+    return set(re.findall(r'^\s*#\s*include\s+([<"][^>"]+[>"])', text, re.M))
+
+
+def test_the_public_headers_include_only_python_the_c_library_and_each_other():
+    assert _includes("dlpackarray/dlpackarray.h") == {
+        "<Python.h>",
+        "<stddef.h>",
+        "<stdint.h>",
+        '"dlpack_abi.h"',
+    }
+    # The DLPack ABI needs no Python: the C++ core includes it too.
+    assert _includes("dlpackarray/dlpack_abi.h") == {"<stdint.h>"}
 
 
 def test_public_pxd_cimport_only_public_pxd():
@@ -118,6 +129,7 @@ from cpython.ref cimport Py_DECREF
 from libc.string cimport strncpy
 cimport dlpackarray
 cimport dlpackarray.c_api as c_api
+cimport dlpackarray.abi as abi
 from dlpackarray.c_api cimport (
     DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor, kDLCPU,
 )
@@ -176,6 +188,7 @@ def _build(root: pathlib.Path, name: str, names: list[str], official_header=None
     shutil.copy(EXAMPLES / "consumer_body.pxi", root)
     lines = [f'        "{n}": dlpackarray.{n},' for n in CONSTANTS]
     lines += [f'        "{n}": c_api.{n},' for n in names]
+    lines += [f'        "abi.{n}": abi.{n},' for n in names]
     (root / f"{name}.pyx").write_text(MODULE.format(constants="\n".join(lines)))
     c_file = root / f"{name}.c"
     cython = [sys.executable, "-m", "cython", "-3", "-I", str(PACKAGE.parent)]

@@ -11,35 +11,35 @@ from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
-    DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLPackMajorVersion,
-    kDLPackMinorVersion, kDLUInt,
+    DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLUInt,
 )
+from dlpackarray.core cimport kDLPackMajorVersion, kDLPackMinorVersion
 from dlpackarray.core cimport (
     CopyMode, TensorView, byte_stride, device_text, dtype_itemsize, is_c_contiguous,
     is_f_contiguous, kInlineNdim, validate,
     DeviceRoute, kConsumer, kRouteCopyToHost, kRouteRelabelHost, route_device_request,
     supported_dtypes_text, view_nbytes, view_size,
 )
-from dlpackarray._common cimport (
+from dlpackarray._internal cimport (
     copy_to_heap, device_tuple, dtype_object, parse_copy, parse_device, parse_dtype, type_has,
 )
-from dlpackarray._buffer cimport fill_buffer, view_from_buffer
-from dlpackarray._dlpack cimport (
+from dlpackarray._internal cimport fill_buffer, view_from_buffer
+from dlpackarray._internal cimport (
     export_capsule, release_adopted, request_capsule, view_from_capsule,
 )
-from dlpackarray._array_interface cimport (
+from dlpackarray._internal cimport (
     call_array_method, export_array_interface, export_array_struct, export_numpy,
     view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
 )
-from dlpackarray._views cimport index_into, permute_into, reinterpret_into, reshape_into
-from dlpackarray._arrow cimport (
+from dlpackarray._internal cimport index_into, permute_into, reinterpret_into, reshape_into
+from dlpackarray._internal cimport (
     arrow_path_first, export_arrow, export_arrow_schema, has_arrow_protocol,
     raise_arrow_data_error, view_from_arrow,
 )
-from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
+from dlpackarray._internal cimport index_of, item_of, scalar_of, tolist_of, truth_of
 from dlpackarray.abi cimport DLPackExchangeAPI
-from dlpackarray._exchange cimport exchange_api_of, view_from_exchange
-from dlpackarray._cuda cimport (
+from dlpackarray._internal cimport exchange_api_of, view_from_exchange
+from dlpackarray._internal cimport (
     adopt_consumer_stream, export_cuda_array_interface, producer_stream_argument,
     ready_after_bare_capsule, ready_after_request, synchronize_for_host_read,
     view_from_cuda_array_interface,

@@ -24,10 +24,10 @@ from dlpackarray.core cimport (
     set_c_strides, set_strides_from_bytes, supported_dtypes_text, typestr_from_dtype, validate,
     validate_within,
 )
-from dlpackarray._buffer cimport BufferOwner, acquire_buffer
-from dlpackarray._common cimport parse_copy, parse_dtype
-from dlpackarray._cuda cimport synchronize_for_host_read
-from dlpackarray._views cimport as_int64
+from dlpackarray._internal cimport BufferOwner, acquire_buffer
+from dlpackarray._internal cimport parse_copy, parse_dtype
+from dlpackarray._internal cimport synchronize_for_host_read
+from dlpackarray._internal cimport as_int64
 
 cdef object _numpy = None
 

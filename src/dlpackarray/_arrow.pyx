@@ -16,8 +16,8 @@ from libcpp.vector cimport vector
 
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
-from dlpackarray._common cimport HeapOwner, device_tuple, type_has
-from dlpackarray._cuda cimport (
+from dlpackarray._internal cimport HeapOwner, device_tuple, type_has
+from dlpackarray._internal cimport (
     is_cuda_stream_device, synchronize_for_host_read, wait_arrow_sync_event,
 )
 

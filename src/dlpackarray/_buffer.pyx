@@ -14,7 +14,7 @@ import array as _array_module
 import mmap as _mmap_module
 
 from dlpackarray.abi cimport kDLCPU
-from dlpackarray._cuda cimport synchronize_for_host_read
+from dlpackarray._internal cimport synchronize_for_host_read
 from dlpackarray.core cimport (
     TensorView, dtype_from_pep3118, dtype_itemsize, dtype_name, is_c_contiguous,
     is_f_contiguous, kMaxNdim, pep3118_from_dtype, require_host_memory, set_strides_from_bytes,

@@ -17,18 +17,20 @@ from dlpackarray.abi cimport (
     kDLCUDAHost, kDLCUDAManaged,
     DLPackCurrentWorkStream, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
     DLPackManagedTensorAllocator, DLPackManagedTensorFromPyObjectNoSync,
-    DLPackManagedTensorToPyObjectNoSync, DLPackSetError, DLTensor, kCapsuleExchangeApi, kDLCPU,
-    kDLPackMajorVersion, kDLPackMinorVersion, kFlagReadOnly,
+    DLPackManagedTensorToPyObjectNoSync, DLPackSetError, DLTensor, kDLCPU,
+)
+from dlpackarray.core cimport (
+    kCapsuleExchangeApi, kDLPackMajorVersion, kDLPackMinorVersion, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
     Extent, TensorView, aligned_allocate, call_versioned_deleter, check_dtype_supported,
     is_c_contiguous, is_f_contiguous, new_versioned_managed, raise_py_error, set_c_strides,
     validate,
 )
-from dlpackarray._array cimport DLPackArray, check_ready, kReady, new_from_object, wrap_view
-from dlpackarray._common cimport HeapOwner
-from dlpackarray._dlpack cimport export_capsule
-from dlpackarray._exchange cimport (
+from dlpackarray._internal cimport DLPackArray, check_ready, kReady, new_from_object, wrap_view
+from dlpackarray._internal cimport HeapOwner
+from dlpackarray._internal cimport export_capsule
+from dlpackarray._internal cimport (
     own_exchange_api, view_from_managed_legacy, view_from_managed_versioned,
 )
 

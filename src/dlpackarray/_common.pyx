@@ -12,7 +12,7 @@ from dlpackarray.core cimport (
     require_host_memory, set_c_strides, strided_copy_to_contiguous, view_nbytes,
 )
 
-from dlpackarray._cuda cimport (
+from dlpackarray._internal cimport (
     copy_device_to_host_into, is_cuda_device, synchronize_for_host_read,
 )
 from dlpackarray._devices import DLDeviceType as _PyDeviceType

@@ -9,9 +9,12 @@ from cpython.pycapsule cimport (
 from libc.stdint cimport uint64_t
 
 from dlpackarray.abi cimport (
-    DLDevice, DLManagedTensor, DLManagedTensorVersioned, kCapsuleLegacy, kCapsuleLegacyUsed,
-    kCapsuleVersioned, kCapsuleVersionedUsed, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged,
-    kDLPackMajorVersion, kDLPackMinorVersion, kDLROCM, kDLROCMHost, kFlagIsCopied, kFlagReadOnly,
+    DLDevice, DLManagedTensor, DLManagedTensorVersioned, kDLCPU, kDLCUDA, kDLCUDAHost,
+    kDLCUDAManaged, kDLROCM, kDLROCMHost,
+)
+from dlpackarray.core cimport (
+    kCapsuleLegacy, kCapsuleLegacyUsed, kCapsuleVersioned, kCapsuleVersionedUsed,
+    kDLPackMajorVersion, kDLPackMinorVersion, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
     CopyMode, TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
@@ -19,10 +22,10 @@ from dlpackarray.core cimport (
     DeviceRoute, kRouteCopyToHost, kRouteRelabelHost, kRouteSame, release_adopted_capsule,
     route_device_request, validate, view_from_dltensor,
 )
-from dlpackarray._common cimport (
+from dlpackarray._internal cimport (
     _PyType_Lookup, copy_to_heap, device_tuple, parse_copy, parse_device,
 )
-from dlpackarray._cuda cimport (
+from dlpackarray._internal cimport (
     copy_on_device_into, is_cuda_device, is_cuda_stream_device, order_for_consumer,
     synchronize_for_host_read,
 )

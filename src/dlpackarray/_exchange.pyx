@@ -7,11 +7,9 @@ from cpython.type cimport PyType_IsSubtype
 from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport uintptr_t
 
-from dlpackarray._common cimport _PyType_Lookup
-from dlpackarray.abi cimport (
-    DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPI, kCapsuleExchangeApi, kDLCPU,
-    kDLPackMajorVersion, kFlagIsCopied, kFlagReadOnly,
-)
+from dlpackarray._internal cimport _PyType_Lookup
+from dlpackarray.abi cimport DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPI, kDLCPU
+from dlpackarray.core cimport kCapsuleExchangeApi, kDLPackMajorVersion, kFlagIsCopied, kFlagReadOnly
 from dlpackarray.core cimport (
     TensorView, adopt_managed_legacy, adopt_managed_versioned, call_versioned_deleter,
     release_adopted_capsule, validate, view_from_dltensor,

@@ -12,8 +12,8 @@ import sys
 
 from cpython.object cimport PyObject, PyTypeObject
 
-from dlpackarray._array cimport DLPackArray, check_ready
-from dlpackarray._dlpack cimport export_capsule
+from dlpackarray._internal cimport DLPackArray, check_ready
+from dlpackarray._internal cimport export_capsule
 
 
 cdef extern from "Python.h":

@@ -17,11 +17,11 @@ from dlpackarray.abi cimport DLDeviceType, kDLCPU, kDLCUDA, kDLUInt
 from dlpackarray.core cimport (
     Extent, TensorView, byte_stride, device_is_host_accessible, device_text, validate,
 )
-from dlpackarray._array cimport DLPackArray, wrap_view
-from dlpackarray._array_interface cimport view_from_typed_buffer
-from dlpackarray._buffer cimport BufferOwner
-from dlpackarray._common cimport copy_to_heap
-from dlpackarray._cuda cimport (
+from dlpackarray._internal cimport DLPackArray, wrap_view
+from dlpackarray._internal cimport view_from_typed_buffer
+from dlpackarray._internal cimport BufferOwner
+from dlpackarray._internal cimport copy_to_heap
+from dlpackarray._internal cimport (
     DeviceOwner, copy_host_bytes_to_device, copy_on_device_into, is_cuda_device,
     synchronize_for_host_read,
 )

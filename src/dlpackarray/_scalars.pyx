@@ -8,10 +8,10 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport kDLCPU, kDLInt, kDLUInt
-from dlpackarray._cuda cimport synchronize_for_host_read
+from dlpackarray._internal cimport synchronize_for_host_read
 from dlpackarray.core cimport TensorView, device_is_host_accessible, dtype_itemsize, view_size
-from dlpackarray._common cimport device_tuple
-from dlpackarray._views cimport as_int64
+from dlpackarray._internal cimport device_tuple
+from dlpackarray._internal cimport as_int64
 
 # Index arrays live on the stack; Cython needs a literal size, which must equal
 # kMaxNdim (64) from tensor_view.hpp.

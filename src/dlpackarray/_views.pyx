@@ -7,7 +7,7 @@ from libc.stdint cimport int32_t, int64_t
 
 from dlpackarray.abi cimport DLDataType
 from dlpackarray.core cimport TensorView, kMaxNdim
-from dlpackarray._common cimport parse_dtype
+from dlpackarray._internal cimport parse_dtype
 
 # IndexItem arrays live on the stack; Cython needs a literal size, which must
 # equal kMaxIndexItems (2 * 64 + 1) from view_ops.hpp.

@@ -1,12 +1,19 @@
 # cython: language_level=3
-# DLPack 1.3 ABI as declared in dlpackarray/dlpack_abi.hpp (namespace dla).
-# Other Cython projects: ``from dlpackarray.abi cimport DLTensor``.
+# The DLPack 1.3 ABI, dlpackarray/dlpack_abi.h (valid C and C++; the official
+# header's names, global in C): the one Cython declaration of it.  The C API
+# (c_api.pxd, ``cimport dlpackarray``) and the package's own modules cimport
+# it from here.  Other Cython projects: ``from dlpackarray.abi cimport
+# DLTensor``, with ``dlpackarray.get_include()`` on the include path.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 
-cdef extern from "dlpackarray/dlpack_abi.hpp" namespace "dla" nogil:
-    const uint32_t kDLPackMajorVersion
-    const uint32_t kDLPackMinorVersion
+cdef extern from "dlpackarray/dlpack_abi.h":
+    enum:
+        DLPACK_MAJOR_VERSION
+        DLPACK_MINOR_VERSION
+    const uint64_t DLPACK_FLAG_BITMASK_READ_ONLY
+    const uint64_t DLPACK_FLAG_BITMASK_IS_COPIED
+    const uint64_t DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED
 
     ctypedef enum DLDeviceType:
         kDLCPU
@@ -34,10 +41,17 @@ cdef extern from "dlpackarray/dlpack_abi.hpp" namespace "dla" nogil:
         kDLBfloat
         kDLComplex
         kDLBool
-
-    const uint64_t kFlagReadOnly
-    const uint64_t kFlagIsCopied
-    const uint64_t kFlagIsSubbyteTypePadded
+        kDLFloat8_e3m4
+        kDLFloat8_e4m3
+        kDLFloat8_e4m3b11fnuz
+        kDLFloat8_e4m3fn
+        kDLFloat8_e4m3fnuz
+        kDLFloat8_e5m2
+        kDLFloat8_e5m2fnuz
+        kDLFloat8_e8m0fnu
+        kDLFloat6_e2m3fn
+        kDLFloat6_e3m2fn
+        kDLFloat4_e2m1fn
 
     ctypedef struct DLPackVersion:
         uint32_t major
@@ -73,23 +87,17 @@ cdef extern from "dlpackarray/dlpack_abi.hpp" namespace "dla" nogil:
         uint64_t flags
         DLTensor dl_tensor
 
-    const char* kCapsuleLegacy
-    const char* kCapsuleLegacyUsed
-    const char* kCapsuleVersioned
-    const char* kCapsuleVersionedUsed
-    const char* kCapsuleExchangeApi
-
-    # The C exchange API (DLPack 1.2/1.3): a static table a producer type
-    # publishes as ``type.__dlpack_c_exchange_api__``.
+    # The C exchange API (DLPack 1.3): the static table a producer type
+    # publishes as ``type.__dlpack_c_exchange_api__`` (a "dlpack_exchange_api"
+    # capsule).
     ctypedef struct DLPackExchangeAPIHeader:
         DLPackVersion version
         DLPackExchangeAPIHeader* prev_api
 
-    ctypedef void (*DLPackSetError)(void* error_ctx, const char* kind,
-                                    const char* message) noexcept
     ctypedef int (*DLPackManagedTensorAllocator)(
         DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
-        DLPackSetError SetError) noexcept
+        void (*SetError)(void* error_ctx, const char* kind, const char* message) noexcept
+    ) noexcept
     ctypedef int (*DLPackManagedTensorFromPyObjectNoSync)(
         void* py_object, DLManagedTensorVersioned** out) noexcept
     ctypedef int (*DLPackManagedTensorToPyObjectNoSync)(
@@ -105,3 +113,8 @@ cdef extern from "dlpackarray/dlpack_abi.hpp" namespace "dla" nogil:
         DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync
         DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync
         DLPackCurrentWorkStream current_work_stream
+
+
+# The error callback a DLPackManagedTensorAllocator receives (the header
+# spells its type inline, so this typedef is Cython's own).
+ctypedef void (*DLPackSetError)(void* error_ctx, const char* kind, const char* message) noexcept

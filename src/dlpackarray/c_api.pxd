@@ -5,119 +5,28 @@
 # Call ``import_dlpackarray()`` at module level (the functions also load the
 # table on first use, and raise its ImportError if that fails).  DLPackArray's
 # fields are private: use the functions.
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t
 from cpython.object cimport PyObject, PyTypeObject
+
+# The DLPack ABI is declared once, in abi.pxd; cimported here so that
+# ``from dlpackarray.c_api cimport DLTensor`` (and ``cimport dlpackarray``)
+# see it too.
+from dlpackarray.abi cimport (
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLDataType,
+    DLDataTypeCode, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
+    DLPackCurrentWorkStream, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
+    DLPackExchangeAPIHeader, DLPackManagedTensorAllocator, DLPackManagedTensorFromPyObjectNoSync,
+    DLPackManagedTensorToPyObjectNoSync, DLPackVersion, DLTensor, kDLBfloat, kDLBool, kDLComplex,
+    kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged, kDLExtDev, kDLFloat, kDLFloat4_e2m1fn,
+    kDLFloat6_e2m3fn, kDLFloat6_e3m2fn, kDLFloat8_e3m4, kDLFloat8_e4m3, kDLFloat8_e4m3b11fnuz,
+    kDLFloat8_e4m3fn, kDLFloat8_e4m3fnuz, kDLFloat8_e5m2, kDLFloat8_e5m2fnuz, kDLFloat8_e8m0fnu,
+    kDLHexagon, kDLInt, kDLMAIA, kDLMetal, kDLOneAPI, kDLOpaqueHandle, kDLOpenCL, kDLROCM,
+    kDLROCMHost, kDLTrn, kDLUInt, kDLVPI, kDLVulkan, kDLWebGPU,
+)
 
 
 cdef extern from "dlpackarray/dlpackarray.h":
-    # -- DLPack 1.3 ABI (the official header's names, global in C) --------------
-    enum:
-        DLPACK_MAJOR_VERSION
-        DLPACK_MINOR_VERSION
-    const uint64_t DLPACK_FLAG_BITMASK_READ_ONLY
-    const uint64_t DLPACK_FLAG_BITMASK_IS_COPIED
-    const uint64_t DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED
-
-    ctypedef enum DLDeviceType:
-        kDLCPU
-        kDLCUDA
-        kDLCUDAHost
-        kDLOpenCL
-        kDLVulkan
-        kDLMetal
-        kDLVPI
-        kDLROCM
-        kDLROCMHost
-        kDLExtDev
-        kDLCUDAManaged
-        kDLOneAPI
-        kDLWebGPU
-        kDLHexagon
-        kDLMAIA
-        kDLTrn
-
-    ctypedef enum DLDataTypeCode:
-        kDLInt
-        kDLUInt
-        kDLFloat
-        kDLOpaqueHandle
-        kDLBfloat
-        kDLComplex
-        kDLBool
-        kDLFloat8_e3m4
-        kDLFloat8_e4m3
-        kDLFloat8_e4m3b11fnuz
-        kDLFloat8_e4m3fn
-        kDLFloat8_e4m3fnuz
-        kDLFloat8_e5m2
-        kDLFloat8_e5m2fnuz
-        kDLFloat8_e8m0fnu
-        kDLFloat6_e2m3fn
-        kDLFloat6_e3m2fn
-        kDLFloat4_e2m1fn
-
-    ctypedef struct DLPackVersion:
-        uint32_t major
-        uint32_t minor
-
-    ctypedef struct DLDevice:
-        DLDeviceType device_type
-        int32_t device_id
-
-    ctypedef struct DLDataType:
-        uint8_t code
-        uint8_t bits
-        uint16_t lanes
-
-    ctypedef struct DLTensor:
-        void* data
-        DLDevice device
-        int32_t ndim
-        DLDataType dtype
-        int64_t* shape
-        int64_t* strides
-        uint64_t byte_offset
-
-    ctypedef struct DLManagedTensor:
-        DLTensor dl_tensor
-        void* manager_ctx
-        void (*deleter)(DLManagedTensor*) noexcept
-
-    ctypedef struct DLManagedTensorVersioned:
-        DLPackVersion version
-        void* manager_ctx
-        void (*deleter)(DLManagedTensorVersioned*) noexcept
-        uint64_t flags
-        DLTensor dl_tensor
-
-    # The C exchange API (DLPack 1.3): the static table a producer type
-    # publishes as ``type.__dlpack_c_exchange_api__`` (a "dlpack_exchange_api"
-    # capsule).
-    ctypedef struct DLPackExchangeAPIHeader:
-        DLPackVersion version
-        DLPackExchangeAPIHeader* prev_api
-
-    ctypedef int (*DLPackManagedTensorAllocator)(
-        DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
-        void (*SetError)(void* error_ctx, const char* kind, const char* message) noexcept
-    ) noexcept
-    ctypedef int (*DLPackManagedTensorFromPyObjectNoSync)(
-        void* py_object, DLManagedTensorVersioned** out) noexcept
-    ctypedef int (*DLPackManagedTensorToPyObjectNoSync)(
-        DLManagedTensorVersioned* tensor, void** out_py_object) noexcept
-    ctypedef int (*DLPackDLTensorFromPyObjectNoSync)(void* py_object, DLTensor* out) noexcept
-    ctypedef int (*DLPackCurrentWorkStream)(
-        DLDeviceType device_type, int32_t device_id, void** out_current_stream) noexcept
-
-    ctypedef struct DLPackExchangeAPI:
-        DLPackExchangeAPIHeader header
-        DLPackManagedTensorAllocator managed_tensor_allocator
-        DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync
-        DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync
-        DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync
-        DLPackCurrentWorkStream current_work_stream
-
-    # -- the dlpackarray C API ------------------------------------------------------
     enum:
         DLPACKARRAY_C_API_MAJOR
         DLPACKARRAY_C_API_MINOR

@@ -6,7 +6,7 @@
 # Declarations of the C++ core (cpp/include/dlpackarray).  Every call that can
 # fail is declared ``except +raise_py_error``: the single place where C++
 # errors become Python exceptions (python_shim.cpp).
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
 from cpython.object cimport PyObject
@@ -18,6 +18,20 @@ from dlpackarray.abi cimport (
 
 cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     cdef void raise_py_error()
+
+
+cdef extern from "dlpackarray/dlpack_abi.hpp" namespace "dla" nogil:
+    # The core's C++ names for DLPack constants (the ABI itself is abi.pxd).
+    const uint32_t kDLPackMajorVersion
+    const uint32_t kDLPackMinorVersion
+    const uint64_t kFlagReadOnly
+    const uint64_t kFlagIsCopied
+    const uint64_t kFlagIsSubbyteTypePadded
+    const char* kCapsuleLegacy
+    const char* kCapsuleLegacyUsed
+    const char* kCapsuleVersioned
+    const char* kCapsuleVersionedUsed
+    const char* kCapsuleExchangeApi
 
 
 cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:

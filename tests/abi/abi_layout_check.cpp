@@ -1,28 +1,59 @@
-// Compile-time proof that dlpackarray's own DLPack declarations
-// (cpp/include/dlpackarray/dlpack_abi.hpp, namespace dla) have exactly the
-// layout and constants of an official dlpack.h (global namespace).  Compiled
-// by tests/test_abi_layout.py with -fsyntax-only; any mismatch is a
-// static_assert failure naming the field.
+// Compile-time proof that the DLPack declarations the C++ core uses
+// (cpp/include/dlpackarray/dlpack_abi.hpp: the public C declarations of
+// dlpack_abi.h, seen as dla:: names, plus the core's constants) have exactly
+// the layout and constants of an official dlpack.h.  Compiled by
+// tests/test_abi_layout.py with -fsyntax-only; any mismatch is a static_assert
+// failure naming the field.
+//
+// Both declare the same global C names behind the same include guard, so ours
+// come first and the official header is then read into namespace `official`
+// with the guard and its macros cleared (the C library headers it includes are
+// already in, so their guards keep them out of the namespace).
 #include <cstddef>
 #include <cstdint>
-
-#include <dlpack/dlpack.h>
+#include <type_traits>
 
 #include "dlpackarray/dlpack_abi.hpp"
+
+#ifndef DLPACKARRAY_DECLARES_DLPACK
+#error "dlpack_abi.hpp did not use dlpackarray's own declarations"
+#endif
+
+// The core's names are the C declarations themselves, not copies.
+static_assert(std::is_same_v<dla::DLTensor, ::DLTensor>);
+static_assert(std::is_same_v<dla::DLManagedTensorVersioned, ::DLManagedTensorVersioned>);
+static_assert(std::is_same_v<dla::DLPackExchangeAPI, ::DLPackExchangeAPI>);
+
+constexpr uint64_t kOurMajorMacro = DLPACK_MAJOR_VERSION;
+constexpr uint64_t kOurMinorMacro = DLPACK_MINOR_VERSION;
+constexpr uint64_t kOurReadOnlyMacro = DLPACK_FLAG_BITMASK_READ_ONLY;
+constexpr uint64_t kOurIsCopiedMacro = DLPACK_FLAG_BITMASK_IS_COPIED;
+constexpr uint64_t kOurSubbyteMacro = DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED;
+#undef DLPACK_DLPACK_H_
+#undef DLPACK_MAJOR_VERSION
+#undef DLPACK_MINOR_VERSION
+#undef DLPACK_FLAG_BITMASK_READ_ONLY
+#undef DLPACK_FLAG_BITMASK_IS_COPIED
+#undef DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED
+
+namespace official {
+#include <dlpack/dlpack.h>
+}  // namespace official
 
 #if DLPACK_MAJOR_VERSION != 1 || DLPACK_MINOR_VERSION != 3
 #error "this check is written against an official DLPack 1.3 header"
 #endif
 
 #define SAME_SIZE(T)                                                              \
-  static_assert(sizeof(::T) == sizeof(dla::T), "sizeof(" #T ") differs");       \
-  static_assert(alignof(::T) == alignof(dla::T), "alignof(" #T ") differs")
-#define SAME_FIELD(T, f)                                                          \
-  static_assert(offsetof(::T, f) == offsetof(dla::T, f), "offsetof(" #T "." #f ") differs"); \
-  static_assert(sizeof(::T::f) == sizeof(dla::T::f), "sizeof(" #T "." #f ") differs")
+  static_assert(sizeof(official::T) == sizeof(dla::T), "sizeof(" #T ") differs"); \
+  static_assert(alignof(official::T) == alignof(dla::T), "alignof(" #T ") differs")
+#define SAME_FIELD(T, f)                                         \
+  static_assert(offsetof(official::T, f) == offsetof(dla::T, f), \
+                "offsetof(" #T "." #f ") differs");              \
+  static_assert(sizeof(official::T::f) == sizeof(dla::T::f), "sizeof(" #T "." #f ") differs")
 #define SAME_VALUE(ours, theirs) \
   static_assert(static_cast<uint64_t>(ours) == static_cast<uint64_t>(theirs), #ours " != " #theirs)
-#define SAME_ENUM(name) SAME_VALUE(dla::name, ::name)
+#define SAME_ENUM(name) SAME_VALUE(dla::name, official::name)
 
 // Versions and flags.
 SAME_VALUE(dla::kDLPackMajorVersion, DLPACK_MAJOR_VERSION);
@@ -30,9 +61,16 @@ SAME_VALUE(dla::kDLPackMinorVersion, DLPACK_MINOR_VERSION);
 SAME_VALUE(dla::kFlagReadOnly, DLPACK_FLAG_BITMASK_READ_ONLY);
 SAME_VALUE(dla::kFlagIsCopied, DLPACK_FLAG_BITMASK_IS_COPIED);
 SAME_VALUE(dla::kFlagIsSubbyteTypePadded, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+// The C macros of dlpack_abi.h (what C and Cython consumers read).
+SAME_VALUE(kOurMajorMacro, DLPACK_MAJOR_VERSION);
+SAME_VALUE(kOurMinorMacro, DLPACK_MINOR_VERSION);
+SAME_VALUE(kOurReadOnlyMacro, DLPACK_FLAG_BITMASK_READ_ONLY);
+SAME_VALUE(kOurIsCopiedMacro, DLPACK_FLAG_BITMASK_IS_COPIED);
+SAME_VALUE(kOurSubbyteMacro, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
 
 // Device types.
-static_assert(sizeof(::DLDeviceType) == sizeof(dla::DLDeviceType), "DLDeviceType size differs");
+static_assert(sizeof(official::DLDeviceType) == sizeof(dla::DLDeviceType),
+              "DLDeviceType size differs");
 SAME_ENUM(kDLCPU);
 SAME_ENUM(kDLCUDA);
 SAME_ENUM(kDLCUDAHost);
