@@ -443,6 +443,44 @@ def _twice(capsule, kept):
     )
 
 
+class ArrowCudaArray(ArrowArray):
+    """A pretend CUDA device array over pyarrow's host buffers (never read as device
+    memory) whose sync_event points to an event handle: a made-up value, never used."""
+
+    def __init__(self, bug=None):
+        super().__init__(bug)
+        self.event = ctypes.c_void_p(0 if bug == "null-event" else 0xE7E7)
+
+    def __dlpack_device__(self):
+        return (_abi.KDL_CUDA, 0)
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        s, a = super().__arrow_c_device_array__(requested_schema, **kwargs)
+        d = _abi.ArrowDeviceArray.from_address(_abi.capsule_pointer(a))
+        d.device_type, d.device_id = _abi.KDL_CUDA, 0
+        d.sync_event = ctypes.addressof(self.event)
+        return s, a
+
+
+_GET_NEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _dirty_chunks(stream_capsule):
+    """Wrap a device stream's get_next so that each chunk's reserved bytes are not zero."""
+    s = _abi.ArrowDeviceArrayStream.from_address(_abi.capsule_pointer(stream_capsule))
+    real = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(s.get_next)
+
+    def get_next(stream, out):
+        rc = real(stream, out)
+        if rc == 0:
+            _abi.ArrowDeviceArray.from_address(out).reserved[2] = 5
+        return rc
+
+    cb = _GET_NEXT(get_next)
+    _KEEP.append(cb)
+    s.get_next = ctypes.cast(cb, ctypes.c_void_p).value
+
+
 class ArrowNoRequested:
     def __init__(self):
         import pyarrow as pa
@@ -507,6 +545,9 @@ class ArrowDeviceStream:
         if self.bug == "device-type":  # its chunks stay on the CPU
             s = _abi.ArrowDeviceArrayStream.from_address(_abi.capsule_pointer(c))
             s.device_type = _abi.KDL_CUDA
+            return c
+        if self.bug == "chunk-reserved":
+            _dirty_chunks(c)
             return c
         self.kept.append(c)
         return _rename(c, "arrow_device_stream")
@@ -676,6 +717,8 @@ CORPUS = [
     ("arrow.release.once-consumed", lambda: ArrowArray("release-cached")),
     ("arrow.device-array.device-agrees", lambda: ArrowArray("device-type")),
     ("arrow.device-array.reserved-zero", lambda: ArrowArray("reserved")),
+    ("arrow.device-array.reserved-zero", lambda: ArrowDeviceStream("chunk-reserved")),
+    ("arrow.device-array.sync-event-handle", lambda: ArrowCudaArray("null-event")),
     ("arrow.device-stream.device-type", lambda: ArrowDeviceStream("device-type")),
     # DLPack C exchange API
     ("exchange.capsule-name", lambda: _exchange_type("name")()),

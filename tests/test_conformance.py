@@ -107,6 +107,23 @@ def test_made_device_baselines_pass_the_stream_table(make):
     assert _passed(report) & stream_rules == expected, str(report)
 
 
+def test_arrow_baselines_conform():
+    # The corpus's Arrow wrappers with no bug switched on pass every rule they reach,
+    # the pretend CUDA device array (a sync event handle behind sync_event) included.
+    pytest.importorskip("pyarrow")
+    from conform_corpus import ArrowArray, ArrowCudaArray
+
+    for obj in (ArrowArray(), ArrowCudaArray()):
+        report = check_conformance(obj)
+        assert _failed(report) == set(), str(report)
+    cuda = check_conformance(ArrowCudaArray())
+    assert {
+        "arrow.device-array.sync-event-handle",
+        "arrow.device-array.device-agrees",
+        "arrow.device-array.reserved-zero",
+    } <= _passed(cuda)
+
+
 def test_stream_table_on_the_fake_cuda_libraries(tmp_path):
     # The torch-like and CuPy-like producers of tests/cuda_fakes.py (each following its
     # library's stream rules) on the fake driver: the checker passes stream values only,

@@ -139,8 +139,15 @@ RULES = rule_table(
         (
             "arrow.device-array.reserved-zero",
             "must",
-            "a device array's reserved bytes are zero",
+            "a device array's reserved bytes are zero (device streams' chunks included)",
             f"{STRUCTS} (ArrowDeviceArray)",
+        ),
+        (
+            "arrow.device-array.sync-event-handle",
+            "must",
+            "a non-CPU device array's sync_event is NULL (nothing to wait for) or points to a "
+            "non-NULL event handle (it is a cudaEvent_t* / hipEvent_t*, not the handle)",
+            f"{STRUCTS} (Device: ArrowDeviceType; ArrowDeviceArray)",
         ),
         (
             "arrow.device-stream.device-type",
@@ -325,18 +332,8 @@ def _check_pair(rec, obj, method, array_name, names_rule) -> None:
         if arr.n_children != schema.n_children:
             problems.append(f"{arr.n_children} children vs {schema.n_children} in the schema")
         rec.check("arrow.array.schema-agrees", not problems, "; ".join(problems))
-        if dev and whole.device_type == _abi.KDL_CPU:
-            rec.check(
-                "arrow.device-array.sync-event",
-                not whole.sync_event,
-                "CPU device array with a sync event",
-            )
         if dev:
-            rec.check(
-                "arrow.device-array.reserved-zero",
-                not any(whole.reserved),
-                f"reserved = {[hex(v & (2**64 - 1)) for v in whole.reserved]}",
-            )
+            _check_device_fields(rec, whole, "")
             _check_device_agrees(rec, obj, whole)
     fmt = (schema.format or b"") if schema.release else None
     del schema, whole, arr
@@ -352,6 +349,32 @@ def _check_pair(rec, obj, method, array_name, names_rule) -> None:
         del pair
         _check_consumed(rec, boxes[0], _abi.ArrowSchema)
         _check_consumed(rec, boxes[1], holder)
+
+
+def _check_device_fields(rec, whole, where: str) -> None:
+    """sync_event and reserved of one ArrowDeviceArray (``where``: which one, for messages).
+
+    Only host memory is read: the struct, and for a non-CPU array the event handle its
+    sync_event points to (the handle is never used: no driver call).
+    """
+    if whole.device_type == _abi.KDL_CPU:
+        rec.check(
+            "arrow.device-array.sync-event",
+            not whole.sync_event,
+            f"CPU device array{where} with a sync event (0x{whole.sync_event or 0:x})",
+        )
+    elif whole.sync_event:
+        handle = ctypes.c_void_p.from_address(whole.sync_event).value
+        rec.check(
+            "arrow.device-array.sync-event-handle",
+            bool(handle),
+            f"sync_event{where} points to a NULL event handle",
+        )
+    rec.check(
+        "arrow.device-array.reserved-zero",
+        not any(whole.reserved),
+        f"reserved{where} = {[hex(v & (2**64 - 1)) for v in whole.reserved]}",
+    )
 
 
 def _fresh_pair(obj, method):
@@ -450,10 +473,14 @@ def _check_device_stream(rec, obj, box: list) -> None:
     if dev is not None and s.device_type != dev[0]:
         problems.append(f"stream device_type {s.device_type} but __dlpack_device__() = {dev}")
     get_next = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(s.get_next)
-    for _ in range(8):
+    for i in range(8):
         chunk = _abi.ArrowDeviceArray()
+        # A producer must fill every field: what it leaves reads as 0xA5.. (not zero).
+        ctypes.memset(ctypes.addressof(chunk), 0xA5, ctypes.sizeof(chunk))
+        chunk.array.release = None
         if get_next(address, ctypes.addressof(chunk)) != 0 or not chunk.array.release:
             break
+        _check_device_fields(rec, chunk, f" (chunk {i} of the device stream)")
         if chunk.device_type != s.device_type:
             problems.append(
                 f"a chunk on device_type {chunk.device_type}, the stream says {s.device_type}"
