@@ -15,6 +15,7 @@ import select
 import signal
 import sys
 import time
+import warnings
 
 #: Seconds a child may take (generous: it only releases one struct).
 TIMEOUT = 20.0
@@ -32,7 +33,12 @@ def run(probe, timeout: float = TIMEOUT) -> tuple[bool | None, str]:
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Libraries warn that a fork of a threaded process may deadlock (JAX; CPython 3.12+):
+        # the child runs only the probe, and a deadlock ends as "no verdict" (timeout).
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: report through fd 2 (the pipe) and the exit status
         code = 0
         try:
