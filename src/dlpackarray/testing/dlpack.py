@@ -635,6 +635,9 @@ def _check_cpu(obj, rec):
 
 
 def _check_refusal(rec, stream, exc):
+    if _is_keyword_error(exc):  # no stream keyword at all: dlpack.keywords.accepted's case
+        rec.na("dlpack.stream.refusal-error-type", f"stream={stream}: {_describe(exc)}")
+        return
     rec.check(
         "dlpack.stream.refusal-error-type",
         not isinstance(exc, (TypeError, BufferError)),
@@ -674,7 +677,7 @@ def _check_streams(obj, rec, device):
         cap, exc = _export(obj, max_version=MAX_VERSION, stream=stream)
         if cap is None:
             _check_refusal(rec, stream, exc)
-        else:
+        if cap is not None or _is_keyword_error(exc):
             accepted.append(stream)
         del cap
     if kind == "cuda":
@@ -694,7 +697,7 @@ def _check_streams(obj, rec, device):
         _check_refusal(rec, -2, exc)
     rec.check(
         "dlpack.stream.below-minus-one-rejected",
-        cap is None,
+        cap is None and not _is_keyword_error(exc),
         f"stream=-2 accepted for a tensor on device type {device[0]}",
     )
 
