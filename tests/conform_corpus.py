@@ -10,6 +10,7 @@ DLPackArray exports and change one thing.
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -52,6 +53,9 @@ def _deleter(address):
 
 
 _DELETER_ADDRESS = ctypes.cast(_deleter, ctypes.c_void_p).value
+#: A deleter that uses the C API without taking the GIL: PyErr_Clear reads the calling
+#: thread's state, which a thread that never held the GIL lacks.  Harmless with the GIL.
+_GIL_DELETER = ctypes.cast(_api.PyErr_Clear, ctypes.c_void_p).value
 
 
 def _make_destructor(mode):
@@ -67,7 +71,7 @@ def _make_destructor(mode):
         entry = _LIVE.get(address)
         if entry is None or not entry[0].deleter:
             return
-        fn = _abi.VOID_FN(entry[0].deleter)
+        fn = _abi.PY_VOID_FN(entry[0].deleter)  # a capsule destructor holds the GIL
         fn(address)
         if mode == "twice":
             fn(address)
@@ -92,12 +96,40 @@ class Made:
             a.flags.writeable = False
         self.a = a
         self.bugs = bugs
-        if not bugs.get("cuda"):
+        if self._home()[0] == _abi.KDL_CPU:
             self.__array_interface__ = a.__array_interface__
+        if "cai_stream" in bugs:  # the producer's own stream, named by its CUDA interface
+            self.__cuda_array_interface__ = {
+                "shape": a.shape,
+                "typestr": "<f8",
+                "data": (a.ctypes.data, False),
+                "version": 3,
+                "strides": None,
+                "stream": bugs["cai_stream"],
+            }
 
     def _home(self):
-        # "cuda": a pretend CUDA tensor (host memory, never read as device memory).
+        # "cuda" / "home": a pretend device tensor (host memory, never read as device memory).
+        if "home" in self.bugs:
+            return self.bugs["home"]
         return (2, 0) if self.bugs.get("cuda") else (1, 0)
+
+    def _check_stream(self, stream):
+        """The spec's stream table (reference/dlpack_python_spec.md § stream), with the
+        bugs switched on."""
+        b = self.bugs
+        kind = self._home()[0]
+        if stream in b.get("refuse_streams", ()):
+            raise BufferError(f"stream={stream} not supported")
+        below = stream is not None and stream < -1 and not b.get("accept_below")
+        if kind in (_abi.KDL_CUDA, _abi.KDL_CUDA_MANAGED):
+            bad = below or (stream == 0 and not b.get("accept_stream"))
+        elif kind == _abi.KDL_ROCM:
+            bad = below or (stream in (1, 2) and not b.get("accept_stream"))
+        else:
+            bad = stream not in (None, -1) and not b.get("accept_stream")
+        if bad:
+            raise b.get("stream_error", ValueError)(f"stream={stream} on device type {kind}")
 
     def __dlpack_device__(self):
         return self.bugs.get("device_report", self._home())
@@ -105,11 +137,7 @@ class Made:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         b = self.bugs
         home = self._home()
-        if b.get("cuda"):
-            if stream == 0 and not b.get("accept_stream"):
-                raise ValueError("stream=0 is ambiguous")
-        elif stream not in (None, -1) and not b.get("accept_stream"):
-            raise ValueError("CPU tensors take stream=None")
+        self._check_stream(stream)
         if dl_device is not None and tuple(dl_device) != tuple(home):
             if b.get("unsupported_device") == "ignore":
                 pass
@@ -171,6 +199,8 @@ class Made:
         t.shape = None if b.get("null_shape") else ctypes.cast(shape, _abi.c_int64_p)
         t.strides = None if b.get("null_strides") else ctypes.cast(strides, _abi.c_int64_p)
         m.deleter = None if b.get("null_deleter") else _DELETER_ADDRESS
+        if b.get("gil_deleter"):
+            m.deleter = _GIL_DELETER
         address = ctypes.addressof(m)
         _LIVE[address] = (m, shape, strides, data)
         name = "dltensor_versioned" if versioned else "dltensor"
@@ -288,8 +318,18 @@ class ArrowArray:
         self.kept = []
 
     def __arrow_c_array__(self, requested_schema=None):
+        if requested_schema is not None and self.bug == "requested-raises":
+            raise NotImplementedError("requested_schema is not supported")
+        if requested_schema is not None and self.bug == "requested-other":
+            import pyarrow as pa
+
+            return self.pa.cast(pa.int32()).__arrow_c_array__()
         s, a = self.pa.__arrow_c_array__(requested_schema)
         arr = _abi.ArrowArray.from_address(_abi.capsule_pointer(a))
+        if self.bug == "release-keeps":
+            arr.release = _keeps_release(arr.release)
+        if self.bug == "release-cached":
+            return s, _cached_release(a, self.kept)
         if self.bug == "swap":
             return a, s
         if self.bug == "release-null":
@@ -306,8 +346,13 @@ class ArrowArray:
 
     def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
         s, a = self.pa.__arrow_c_device_array__(requested_schema, **kwargs)
+        d = _zero_reserved(a)
         if self.bug == "sync-event":
-            _abi.ArrowDeviceArray.from_address(_abi.capsule_pointer(a)).sync_event = 0x1000
+            d.sync_event = 0x1000
+        if self.bug == "device-type":
+            d.device_type = _abi.KDL_CUDA  # the buffers are pyarrow's host memory
+        if self.bug == "reserved":
+            d.reserved[1] = 7
         if self.bug == "device-names":
             self.kept.append(a)
             return s, _rename(a, "arrow_stream")
@@ -315,6 +360,62 @@ class ArrowArray:
 
 
 _ARROW_NAME = ctypes.create_string_buffer(b"arrow_array")
+
+
+def _zero_reserved(capsule):
+    """pyarrow 26 leaves ArrowDeviceArray.reserved uninitialised (rule
+    arrow.device-array.reserved-zero); the corpus's other device arrays must not."""
+    d = _abi.ArrowDeviceArray.from_address(_abi.capsule_pointer(capsule))
+    for i in range(3):
+        d.reserved[i] = 0
+    return d
+
+
+def _keeps_release(real):
+    """A release callback that releases, then puts itself back (never marks released)."""
+
+    def release(address):
+        s = _abi.ArrowArray.from_address(address)
+        s.release = real
+        _abi.PY_VOID_FN(real)(address)
+        s.release = own
+
+    cb = _abi.VOID_FN(release)
+    _KEEP.append(cb)
+    own = ctypes.cast(cb, ctypes.c_void_p).value
+    return own
+
+
+def _cached_release(capsule, kept):
+    """A capsule whose destructor, finding the struct moved out (release NULL), releases it
+    anyway through the callback it cached at export: the moved copy's owner then frees the
+    same private data a second time."""
+    kept.append(capsule)
+    address = _abi.capsule_pointer(capsule)
+    real = _abi.ArrowArray.from_address(address).release
+    released = []  # this export's private data was freed: a second release is a double free
+
+    def release(ptr):
+        s = _abi.ArrowArray.from_address(ptr)
+        if released:
+            os.abort()  # what a C allocator does with a double free, when lucky
+        released.append(True)
+        s.release = real
+        _abi.PY_VOID_FN(real)(ptr)
+
+    cb = _abi.VOID_FN(release)
+    cached = ctypes.cast(cb, ctypes.c_void_p).value
+    _abi.ArrowArray.from_address(address).release = cached
+
+    def destroy(_cap):
+        s = _abi.ArrowArray.from_address(address)
+        _abi.PY_VOID_FN(s.release or cached)(address)
+
+    dcb = _DESTRUCTOR(destroy)
+    _KEEP.extend([cb, dcb])
+    return _api.PyCapsule_New(
+        address, ctypes.addressof(_ARROW_NAME), ctypes.cast(dcb, ctypes.c_void_p).value
+    )
 
 
 def _same_name(capsule, kept):
@@ -342,6 +443,44 @@ def _twice(capsule, kept):
     )
 
 
+class ArrowCudaArray(ArrowArray):
+    """A pretend CUDA device array over pyarrow's host buffers (never read as device
+    memory) whose sync_event points to an event handle: a made-up value, never used."""
+
+    def __init__(self, bug=None):
+        super().__init__(bug)
+        self.event = ctypes.c_void_p(0 if bug == "null-event" else 0xE7E7)
+
+    def __dlpack_device__(self):
+        return (_abi.KDL_CUDA, 0)
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        s, a = super().__arrow_c_device_array__(requested_schema, **kwargs)
+        d = _abi.ArrowDeviceArray.from_address(_abi.capsule_pointer(a))
+        d.device_type, d.device_id = _abi.KDL_CUDA, 0
+        d.sync_event = ctypes.addressof(self.event)
+        return s, a
+
+
+_GET_NEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _dirty_chunks(stream_capsule):
+    """Wrap a device stream's get_next so that each chunk's reserved bytes are not zero."""
+    s = _abi.ArrowDeviceArrayStream.from_address(_abi.capsule_pointer(stream_capsule))
+    real = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(s.get_next)
+
+    def get_next(stream, out):
+        rc = real(stream, out)
+        if rc == 0:
+            _abi.ArrowDeviceArray.from_address(out).reserved[2] = 5
+        return rc
+
+    cb = _GET_NEXT(get_next)
+    _KEEP.append(cb)
+    s.get_next = ctypes.cast(cb, ctypes.c_void_p).value
+
+
 class ArrowNoRequested:
     def __init__(self):
         import pyarrow as pa
@@ -354,7 +493,9 @@ class ArrowNoRequested:
 
 class ArrowDeviceNoKwargs(ArrowArray):
     def __arrow_c_device_array__(self, requested_schema=None):
-        return self.pa.__arrow_c_device_array__(requested_schema)
+        s, a = self.pa.__arrow_c_device_array__(requested_schema)
+        _zero_reserved(a)
+        return s, a
 
 
 class ArrowSchema:
@@ -390,16 +531,24 @@ class ArrowStream:
 
 
 class ArrowDeviceStream:
-    """``__arrow_c_device_stream__`` of a DLPackArray, renamed."""
+    """``__arrow_c_device_stream__`` of a DLPackArray, renamed or claiming CUDA."""
 
-    def __init__(self):
+    def __init__(self, bug="name"):
         import dlpackarray
 
         self.d = dlpackarray.DLPackArray(np.arange(3, dtype=np.int64))
+        self.bug = bug
         self.kept = []
 
     def __arrow_c_device_stream__(self, requested_schema=None, **kwargs):
         c = self.d.__arrow_c_device_stream__(requested_schema, **kwargs)
+        if self.bug == "device-type":  # its chunks stay on the CPU
+            s = _abi.ArrowDeviceArrayStream.from_address(_abi.capsule_pointer(c))
+            s.device_type = _abi.KDL_CUDA
+            return c
+        if self.bug == "chunk-reserved":
+            _dirty_chunks(c)
+            return c
         self.kept.append(c)
         return _rename(c, "arrow_device_stream")
 
@@ -514,6 +663,20 @@ CORPUS = [
     ("dlpack.tensor.layout-agrees", lambda: Made(bits=32)),
     ("dlpack.stream.cpu-none-only", lambda: Made(accept_stream=True)),
     ("dlpack.stream.cuda-zero-rejected", lambda: Made(cuda=True, accept_stream=True)),
+    ("dlpack.stream.cuda-zero-rejected", lambda: Made(home=(13, 0), accept_stream=True)),
+    ("dlpack.stream.cuda-legal-accepted", lambda: Made(cuda=True, refuse_streams=(2,))),
+    ("dlpack.stream.cuda-legal-accepted", lambda: Made(home=(13, 0), refuse_streams=(-1,))),
+    (
+        "dlpack.stream.cuda-legal-accepted",
+        lambda: Made(cuda=True, cai_stream=0x5000, refuse_streams=(0x5000,)),
+    ),
+    ("dlpack.stream.rocm-legal-accepted", lambda: Made(home=(10, 0), refuse_streams=(0,))),
+    ("dlpack.stream.rocm-reserved-rejected", lambda: Made(home=(10, 0), accept_stream=True)),
+    ("dlpack.stream.below-minus-one-rejected", lambda: Made(cuda=True, accept_below=True)),
+    ("dlpack.stream.below-minus-one-rejected", lambda: Made(home=(10, 0), accept_below=True)),
+    ("dlpack.stream.refusal-error-type", lambda: Made(stream_error=BufferError)),
+    ("dlpack.stream.refusal-error-type", lambda: Made(cuda=True, stream_error=TypeError)),
+    ("dlpack.deleter.without-gil", lambda: Made(gil_deleter=True)),
     # __array_interface__ / __array_struct__
     ("array-interface.dict", lambda: Interface(typestr=None)),
     ("array-interface.version", lambda: Interface(version=2)),
@@ -548,6 +711,15 @@ CORPUS = [
     ("arrow.array.schema-agrees", lambda: ArrowArray("n_buffers")),
     ("arrow.stream.callbacks", lambda: ArrowStream("callback")),
     ("arrow.device-array.sync-event", lambda: ArrowArray("sync-event")),
+    ("arrow.requested-schema.own", lambda: ArrowArray("requested-raises")),
+    ("arrow.requested-schema.own", lambda: ArrowArray("requested-other")),
+    ("arrow.release.marks-released", lambda: ArrowArray("release-keeps")),
+    ("arrow.release.once-consumed", lambda: ArrowArray("release-cached")),
+    ("arrow.device-array.device-agrees", lambda: ArrowArray("device-type")),
+    ("arrow.device-array.reserved-zero", lambda: ArrowArray("reserved")),
+    ("arrow.device-array.reserved-zero", lambda: ArrowDeviceStream("chunk-reserved")),
+    ("arrow.device-array.sync-event-handle", lambda: ArrowCudaArray("null-event")),
+    ("arrow.device-stream.device-type", lambda: ArrowDeviceStream("device-type")),
     # DLPack C exchange API
     ("exchange.capsule-name", lambda: _exchange_type("name")()),
     ("exchange.version", lambda: _exchange_type("version")()),

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from conform_corpus import CORPUS, NEEDS, Made
+from conftest import assert_clean_exit, run_python
 
 import dlpackarray
 from dlpackarray.testing import (
@@ -63,6 +64,109 @@ def test_made_baseline_conforms():
     )
 
 
+def _passed(report: ConformanceReport) -> set[str]:
+    return {r.rule.id for r in report.results if r.status == "pass"}
+
+
+STREAM_RULES = {
+    2: {
+        "dlpack.stream.cuda-legal-accepted",
+        "dlpack.stream.cuda-zero-rejected",
+        "dlpack.stream.below-minus-one-rejected",
+        "dlpack.stream.refusal-error-type",
+    },
+    10: {
+        "dlpack.stream.rocm-legal-accepted",
+        "dlpack.stream.rocm-reserved-rejected",
+        "dlpack.stream.below-minus-one-rejected",
+        "dlpack.stream.refusal-error-type",
+    },
+}
+STREAM_RULES[13] = STREAM_RULES[2]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Made(home=(2, 0)),
+        lambda: Made(home=(13, 0)),
+        lambda: Made(home=(10, 0)),
+        lambda: Made(cuda=True, cai_stream=0x5000),
+        lambda: Made(home=(3, 0)),
+    ],
+    ids=["cuda", "cuda-managed", "rocm", "cuda-own-stream", "pinned"],
+)
+def test_made_device_baselines_pass_the_stream_table(make):
+    # Every pretend device tensor (host memory; never read as device memory) that follows
+    # the spec's stream table passes it; pinned memory is outside the table.
+    obj = make()
+    report = check_conformance(obj)
+    assert _failed(report) == set(), str(report)
+    expected = STREAM_RULES.get(obj._home()[0], set())
+    stream_rules = {r for r in RULES if r.startswith("dlpack.stream.")}
+    assert _passed(report) & stream_rules == expected, str(report)
+
+
+def test_arrow_baselines_conform():
+    # The corpus's Arrow wrappers with no bug switched on pass every rule they reach,
+    # the pretend CUDA device array (a sync event handle behind sync_event) included.
+    pytest.importorskip("pyarrow")
+    from conform_corpus import ArrowArray, ArrowCudaArray
+
+    for obj in (ArrowArray(), ArrowCudaArray()):
+        report = check_conformance(obj)
+        assert _failed(report) == set(), str(report)
+    cuda = check_conformance(ArrowCudaArray())
+    assert {
+        "arrow.device-array.sync-event-handle",
+        "arrow.device-array.device-agrees",
+        "arrow.device-array.reserved-zero",
+    } <= _passed(cuda)
+
+
+def test_stream_table_on_the_fake_cuda_libraries(tmp_path):
+    # The torch-like and CuPy-like producers of tests/cuda_fakes.py (each following its
+    # library's stream rules) on the fake driver: the checker passes stream values only,
+    # and reports the two libraries' known deviations.  CuPy's own stream (> 2, from its
+    # __cuda_array_interface__) is one of the values tried.
+    import fake_cuda
+
+    driver = fake_cuda.build(tmp_path)
+    code = (
+        "import warnings, json\n"
+        "from cuda_stream_scenarios import fake\n"
+        "from cuda_fakes import FakeCupy, FakeTorch\n"
+        "from dlpackarray.testing import check_conformance\n"
+        "warnings.simplefilter('ignore')\n"
+        "f = fake(); torch, cupy = FakeTorch(f), FakeCupy(f)\n"
+        "def streams(obj):\n"
+        "    r = check_conformance(obj, protocols=['dlpack'])\n"
+        "    return {x.rule.id: x.status for x in r.results if '.stream.' in x.rule.id}\n"
+        "out = {'torch': streams(torch.zeros(8)),\n"
+        "       'pinned': streams(torch.zeros(8, device='cpu', pin_memory=True))}\n"
+        "with cupy.cuda.Stream():\n"
+        "    a = cupy.zeros(8)\n"
+        "    out['cupy'] = streams(a)\n"
+        "    out['cupy-stream'] = a.__cuda_array_interface__['stream']\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)
+    assert_clean_exit(proc)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    fails = {
+        k: {r for r, s in v.items() if s == "fail"} for k, v in out.items() if k != "cupy-stream"
+    }
+    # torch 2.13 refuses stream=2 (per-thread default) with BufferError on CUDA tensors.
+    assert fails["torch"] == {"dlpack.stream.cuda-legal-accepted"}
+    assert out["torch"]["dlpack.stream.cuda-zero-rejected"] == "pass"
+    # CuPy takes stream=0 as the legacy stream (with a warning) instead of refusing it.
+    assert out["cupy-stream"] > 2
+    assert fails["cupy"] == {"dlpack.stream.cuda-zero-rejected"}
+    assert out["cupy"]["dlpack.stream.cuda-legal-accepted"] == "pass"
+    # torch treats pinned memory as CPU memory: outside the spec's stream table.
+    assert all(s == "not-applicable" for s in out["pinned"].values())
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -80,6 +184,16 @@ def test_dlpackarray_passes_every_rule(make):
     # Every protocol family DLPackArray offers was actually exercised.
     exercised = {r.rule.protocol for r in report.results if r.status == "pass"}
     assert {"dlpack", "array_interface", "arrow", "exchange"} <= exercised
+    # ... and so were the probes that run in a forked child.
+    if hasattr(os, "fork"):
+        assert {"dlpack.deleter.without-gil", "arrow.release.once-consumed"} <= _passed(report)
+    assert {
+        "arrow.requested-schema.own",
+        "arrow.release.marks-released",
+        "arrow.device-array.device-agrees",
+        "arrow.device-array.reserved-zero",
+        "arrow.device-stream.device-type",
+    } <= _passed(report)
 
 
 def test_numpy_passes_every_rule():

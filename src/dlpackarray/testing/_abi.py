@@ -14,6 +14,7 @@ import ctypes
 KDL_CPU = 1
 KDL_CUDA = 2
 KDL_CUDA_HOST = 3
+KDL_ROCM = 10
 KDL_CUDA_MANAGED = 13
 FLAG_READ_ONLY = 1 << 0
 FLAG_IS_COPIED = 1 << 1
@@ -161,6 +162,10 @@ class PyArrayInterface(ctypes.Structure):
 
 #: One-pointer callback: a DLPack deleter or an Arrow release callback.
 VOID_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+#: The same, called with the GIL held: calling through ``VOID_FN`` releases the GIL, and a
+#: deleter that needs it without taking it would crash the checker in-process (that case is
+#: probed on purpose, in a forked child, by ``dlpack.deleter.without-gil``).
+PY_VOID_FN = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
 
 api = ctypes.PyDLL(None)
 api.PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -217,6 +222,9 @@ class CallCounter:
 
     def __init__(self, original: int, forward: bool, clear_release_field: int | None = None):
         self.calls = 0
+        #: The struct's release field right after the forwarded call (Arrow: NULL when the
+        #: callback marked the struct released); None until then.
+        self.left = None
         self.original = original
         self.forward = forward
         self._clear = clear_release_field
@@ -231,10 +239,56 @@ class CallCounter:
                 # An Arrow release callback marks its struct released (release = NULL)
                 # itself; hand it the real pointer back so it sees its own callback.
                 ctypes.c_void_p.from_address(self._clear).value = self.original
-            VOID_FN(self.original)(ptr)
+            PY_VOID_FN(self.original)(ptr)
+            if self._clear is not None:
+                self.left = ctypes.c_void_p.from_address(self._clear).value or 0
 
 
 _KEEP: list[CallCounter] = []
+
+_libc = ctypes.CDLL(None)
+
+
+def poison_heap(size: int, count: int = 8) -> None:
+    """Leave ``count`` freed, 0xA5-filled ``size``-byte blocks on top of the C heap.
+
+    A producer that ``malloc``s a struct of that size next gets one of them, so fields it
+    forgets to initialise read as 0xA5.. instead of whatever happened to be there: an
+    uninitialised-field rule then fails every time, not by chance.
+    """
+    _libc.malloc.restype = ctypes.c_void_p
+    _libc.malloc.argtypes = [ctypes.c_size_t]
+    _libc.free.argtypes = [ctypes.c_void_p]
+    blocks = [_libc.malloc(size) for _ in range(count)]
+    for b in blocks:
+        if b:
+            ctypes.memset(b, 0xA5, size)
+    for b in reversed(blocks):
+        if b:
+            _libc.free(b)
+
+
+def call_on_native_thread(fn: int, arg: int) -> None:
+    """Run the C function ``void fn(void *arg)`` on a new pthread and wait for it.
+
+    The thread is created by the C library, so it has no Python thread state and does not
+    hold the GIL -- the situation of a consumer that drops its last reference on a worker
+    thread.  (A deleter's signature fits a pthread start routine on the supported ABIs;
+    its return value is ignored.)  ``pthread_join`` is called through ``CDLL``, which
+    releases the GIL, so a deleter that takes the GIL itself can get it.
+    """
+    create = _libc.pthread_create
+    create.restype = ctypes.c_int
+    create.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p]
+    create.argtypes += [ctypes.c_void_p]
+    join = _libc.pthread_join
+    join.restype = ctypes.c_int
+    join.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    tid = ctypes.c_void_p()
+    rc = create(ctypes.byref(tid), None, fn, arg)
+    if rc:
+        raise OSError(rc, "pthread_create failed")
+    join(tid, None)
 
 
 class PyBuffer(ctypes.Structure):

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ctypes
 
-from dlpackarray.testing import _abi
+from dlpackarray.testing import _abi, _forked
 from dlpackarray.testing.report import Recorder, rule_table
 
 PYCAPSULE = "reference/arrow_c_abi.md § 1. PyCapsule interface (Python layer)"
 STRUCTS = "reference/arrow_c_abi.md § 2. C structs"
 LAYOUT = "reference/arrow_c_abi.md § 4. Buffer layout rules"
 DEVICE = "seeds/003_cd221b683c0ea064.txt § Rationale for this change"
+SCHEMA_REQUESTS = "seeds/003_cd221b683c0ea064.txt § Schema Requests"
+LIFETIME = "seeds/003_cd221b683c0ea064.txt § Lifetime Semantics"
+DEVICE_SUPPORT = "seeds/003_cd221b683c0ea064.txt § Device Support"
 
 RULES = rule_table(
     "arrow",
@@ -105,6 +108,54 @@ RULES = rule_table(
             "a CPU device array has no sync event",
             f"{STRUCTS} (ArrowDeviceArray)",
         ),
+        (
+            "arrow.requested-schema.own",
+            "should",
+            "requesting the schema the producer itself exports is honoured (accepted, same "
+            "format): conversion is best-effort, and this one needs none",
+            f"{PYCAPSULE} (Schema requests); {SCHEMA_REQUESTS}",
+        ),
+        (
+            "arrow.release.marks-released",
+            "must",
+            "a release callback marks its struct released (sets release to NULL)",
+            f"{STRUCTS} (ArrowArray: release-callback duties)",
+        ),
+        (
+            "arrow.release.once-consumed",
+            "must",
+            "after a consumer moves the struct out (copy, source release = NULL) dropping the "
+            "capsule releases nothing: the moved struct's one release is the only one "
+            "(probed in a forked child)",
+            f"{PYCAPSULE} (Lifetime rules); {LIFETIME}",
+        ),
+        (
+            "arrow.device-array.device-agrees",
+            "must",
+            "a device array's device_type (and device_id off the CPU) is where its buffers are: "
+            "__dlpack_device__(), or the CPU when its buffers are __arrow_c_array__'s",
+            f"{STRUCTS} (ArrowDeviceArray); {DEVICE_SUPPORT}",
+        ),
+        (
+            "arrow.device-array.reserved-zero",
+            "must",
+            "a device array's reserved bytes are zero (device streams' chunks included)",
+            f"{STRUCTS} (ArrowDeviceArray)",
+        ),
+        (
+            "arrow.device-array.sync-event-handle",
+            "must",
+            "a non-CPU device array's sync_event is NULL (nothing to wait for) or points to a "
+            "non-NULL event handle (it is a cudaEvent_t* / hipEvent_t*, not the handle)",
+            f"{STRUCTS} (Device: ArrowDeviceType; ArrowDeviceArray)",
+        ),
+        (
+            "arrow.device-stream.device-type",
+            "must",
+            "every chunk of a device stream is on the stream's device_type (and that is "
+            "__dlpack_device__()'s when the object has one)",
+            f"{STRUCTS} (ArrowDeviceArrayStream)",
+        ),
     ],
 )
 
@@ -186,9 +237,65 @@ def _watch_release(rec, box: list, struct_type) -> None:
         counter.calls == 1,
         f"release called {counter.calls} times when an unconsumed capsule was dropped",
     )
+    if counter.calls >= 1:
+        rec.check(
+            "arrow.release.marks-released",
+            counter.left == 0,
+            f"{struct_type.__name__}.release is still 0x{counter.left or 0:x} after it ran",
+        )
+
+
+def _release_field(struct_type, address: int) -> int:
+    """Address of the release pointer (a device array's is its embedded array's)."""
+    if struct_type is _abi.ArrowDeviceArray:
+        return address + _abi.ArrowDeviceArray.array.offset + _abi.ArrowArray.release.offset
+    return address + struct_type.release.offset
+
+
+def _check_consumed(rec, box: list, struct_type) -> None:
+    """Rule ``arrow.release.once-consumed`` on a fresh capsule (``box`` holds the only
+    reference), in a forked child: a destructor that releases a moved-out struct again
+    double-frees, which must fail the rule rather than crash the checker."""
+    rule = "arrow.release.once-consumed"
+    address = _abi.capsule_pointer(box[0])
+    field = _release_field(struct_type, address)
+    if not ctypes.c_void_p.from_address(field).value or not _abi.has_destructor(box[0]):
+        box.clear()
+        return  # arrow.release.non-null / arrow.capsule.destructor report it
+    if not _forked.available():
+        rec.na(rule, "needs os.fork")
+        return
+    size = ctypes.sizeof(struct_type)
+
+    def consume():
+        moved = ctypes.create_string_buffer(size)
+        ctypes.memmove(moved, address, size)  # the move: a bitwise copy ...
+        ctypes.c_void_p.from_address(field).value = None  # ... and the source released
+        moved_field = _release_field(struct_type, ctypes.addressof(moved))
+        counter = _abi.CallCounter(
+            ctypes.c_void_p.from_address(moved_field).value,
+            forward=True,
+            clear_release_field=moved_field,
+        )
+        ctypes.c_void_p.from_address(moved_field).value = counter.address
+        box.clear()  # the capsule's last reference: its destructor runs now
+        if counter.calls:
+            return "dropping the consumed capsule called the moved struct's release"
+        _abi.PY_VOID_FN(counter.address)(ctypes.addressof(moved))  # the consumer's release
+        return None if counter.calls == 1 else f"release ran {counter.calls} times"
+
+    ok, why = _forked.run(consume)
+    box.clear()  # the parent's copy was never consumed: its destructor releases it
+    if ok is None:
+        rec.na(rule, why)
+    else:
+        rec.check(rule, ok, f"moving the {struct_type.__name__} out, then dropping: {why}")
 
 
 def _check_pair(rec, obj, method, array_name, names_rule) -> None:
+    dev = array_name == "arrow_device_array"
+    if dev:  # so that reserved bytes a producer leaves unset read non-zero every time
+        _abi.poison_heap(ctypes.sizeof(_abi.ArrowDeviceArray))
     pair = _call(rec, names_rule, getattr(obj, method))
     if pair is None:
         return
@@ -202,7 +309,6 @@ def _check_pair(rec, obj, method, array_name, names_rule) -> None:
     ):
         return
     schema = _abi.ArrowSchema.from_address(_abi.capsule_pointer(sc))
-    dev = array_name == "arrow_device_array"
     holder = _abi.ArrowDeviceArray if dev else _abi.ArrowArray
     whole = holder.from_address(_abi.capsule_pointer(ac))
     arr = whole.array if dev else whole
@@ -226,17 +332,163 @@ def _check_pair(rec, obj, method, array_name, names_rule) -> None:
         if arr.n_children != schema.n_children:
             problems.append(f"{arr.n_children} children vs {schema.n_children} in the schema")
         rec.check("arrow.array.schema-agrees", not problems, "; ".join(problems))
-        if dev and whole.device_type == _abi.KDL_CPU:
-            rec.check(
-                "arrow.device-array.sync-event",
-                not whole.sync_event,
-                "CPU device array with a sync event",
-            )
+        if dev:
+            _check_device_fields(rec, whole, "")
+            _check_device_agrees(rec, obj, whole)
+    fmt = (schema.format or b"") if schema.release else None
     del schema, whole, arr
     boxes = [sc], [ac]
     del sc, ac
     _watch_release(rec, boxes[0], _abi.ArrowSchema)
     _watch_release(rec, boxes[1], holder)
+    if fmt is not None:
+        _check_requested_own(rec, obj, method, fmt)
+    pair = _fresh_pair(obj, method)
+    if pair is not None:
+        boxes = [pair[0]], [pair[1]]
+        del pair
+        _check_consumed(rec, boxes[0], _abi.ArrowSchema)
+        _check_consumed(rec, boxes[1], holder)
+
+
+def _check_device_fields(rec, whole, where: str) -> None:
+    """sync_event and reserved of one ArrowDeviceArray (``where``: which one, for messages).
+
+    Only host memory is read: the struct, and for a non-CPU array the event handle its
+    sync_event points to (the handle is never used: no driver call).
+    """
+    if whole.device_type == _abi.KDL_CPU:
+        rec.check(
+            "arrow.device-array.sync-event",
+            not whole.sync_event,
+            f"CPU device array{where} with a sync event (0x{whole.sync_event or 0:x})",
+        )
+    elif whole.sync_event:
+        handle = ctypes.c_void_p.from_address(whole.sync_event).value
+        rec.check(
+            "arrow.device-array.sync-event-handle",
+            bool(handle),
+            f"sync_event{where} points to a NULL event handle",
+        )
+    rec.check(
+        "arrow.device-array.reserved-zero",
+        not any(whole.reserved),
+        f"reserved{where} = {[hex(v & (2**64 - 1)) for v in whole.reserved]}",
+    )
+
+
+def _fresh_pair(obj, method):
+    try:
+        pair = getattr(obj, method)()
+    except Exception:  # noqa: BLE001 - the first export's rules report it
+        return None
+    return pair if isinstance(pair, tuple) and len(pair) == 2 else None
+
+
+def _fresh_capsule(obj, method, name) -> list:
+    """``[capsule]`` (the only reference) of a new export, or ``[]``."""
+    try:
+        cap = getattr(obj, method)()
+    except Exception:  # noqa: BLE001 - the first export's rules report it
+        return []
+    return [cap] if _abi.is_capsule(cap) and _abi.capsule_name(cap) == name else []
+
+
+def _buffers(arr) -> tuple:
+    n = arr.n_buffers if arr.buffers and 0 <= arr.n_buffers < 64 else 0
+    return tuple(arr.buffers[i] or 0 for i in range(n))
+
+
+def _dlpack_device(obj):
+    try:
+        dev = obj.__dlpack_device__()
+        return (int(dev[0]), int(dev[1]))
+    except Exception:  # noqa: BLE001 - no (valid) DLPack device: nothing to compare with
+        return None
+
+
+def _check_device_agrees(rec, obj, whole) -> None:
+    rule = "arrow.device-array.device-agrees"
+    got = (whole.device_type, whole.device_id)
+    dev = _dlpack_device(obj)
+    if dev is not None:
+        same = got[0] == dev[0] and (dev[0] == _abi.KDL_CPU or got[1] == dev[1])
+        rec.check(rule, same, f"device array on {got} but __dlpack_device__() = {dev}")
+        return
+    if not hasattr(obj, "__arrow_c_array__"):
+        return
+    # The CPU method must hand out host pointers: the same buffers mean host memory.
+    pair = _fresh_pair(obj, "__arrow_c_array__")
+    if pair is None or not _abi.is_capsule(pair[1]):
+        return
+    if _abi.capsule_name(pair[1]) != "arrow_array":
+        return
+    host = _buffers(_abi.ArrowArray.from_address(_abi.capsule_pointer(pair[1])))
+    if any(host) and host == _buffers(whole.array):
+        rec.check(
+            rule,
+            got[0] == _abi.KDL_CPU,
+            f"device_type {got[0]} but the buffers are those __arrow_c_array__ exports (host)",
+        )
+
+
+def _check_requested_own(rec, obj, method, fmt: bytes) -> None:
+    rule = "arrow.requested-schema.own"
+    request = _fresh_pair(obj, method)
+    if request is None or _abi.capsule_name(request[0]) != "arrow_schema":
+        return
+    try:
+        out = getattr(obj, method)(requested_schema=request[0])
+    except Exception as exc:  # noqa: BLE001 - the exception is the observation
+        if isinstance(exc, TypeError) and "keyword" in str(exc):
+            rec.na(rule, "requested_schema not accepted (arrow.requested-schema.none)")
+        else:
+            rec.fail(rule, f"{method}(requested_schema=<its own schema>) raised {_describe(exc)}")
+        return
+    got = None
+    if isinstance(out, tuple) and len(out) == 2 and _abi.is_capsule(out[0]):
+        if _abi.capsule_name(out[0]) == "arrow_schema":
+            got = _abi.ArrowSchema.from_address(_abi.capsule_pointer(out[0])).format or b""
+    rec.check(
+        rule,
+        got == fmt,
+        f"{method}(requested_schema=<its own {fmt.decode(errors='replace')!r} schema>) gave "
+        + ("no schema" if got is None else repr(got.decode(errors="replace"))),
+    )
+
+
+def _describe(exc) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _check_device_stream(rec, obj, box: list) -> None:
+    """Rule ``arrow.device-stream.device-type``: reads (up to 8) chunks of a fresh stream."""
+    rule = "arrow.device-stream.device-type"
+    address = _abi.capsule_pointer(box[0])
+    s = _abi.ArrowDeviceArrayStream.from_address(address)
+    if not (s.release and s.get_next):
+        return
+    problems = []
+    dev = _dlpack_device(obj)
+    if dev is not None and s.device_type != dev[0]:
+        problems.append(f"stream device_type {s.device_type} but __dlpack_device__() = {dev}")
+    get_next = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(s.get_next)
+    for i in range(8):
+        chunk = _abi.ArrowDeviceArray()
+        # A producer must fill every field: what it leaves reads as 0xA5.. (not zero).
+        ctypes.memset(ctypes.addressof(chunk), 0xA5, ctypes.sizeof(chunk))
+        chunk.array.release = None
+        if get_next(address, ctypes.addressof(chunk)) != 0 or not chunk.array.release:
+            break
+        _check_device_fields(rec, chunk, f" (chunk {i} of the device stream)")
+        if chunk.device_type != s.device_type:
+            problems.append(
+                f"a chunk on device_type {chunk.device_type}, the stream says {s.device_type}"
+            )
+        _abi.PY_VOID_FN(chunk.array.release)(ctypes.addressof(chunk.array))
+    del s
+    box.clear()
+    rec.check(rule, not problems, "; ".join(problems))
 
 
 def check(obj, rec: Recorder) -> None:
@@ -281,6 +533,13 @@ def check(obj, rec: Recorder) -> None:
                 box = [cap]
                 del cap
                 _watch_release(rec, box, struct)
+                box = _fresh_capsule(obj, method, name)
+                if box:
+                    _check_consumed(rec, box, struct)
+                box = _fresh_capsule(obj, method, name)
+                if box and struct is _abi.ArrowDeviceArrayStream:
+                    _check_device_stream(rec, obj, box)
+                box = None
     for method in (
         "__arrow_c_array__",
         "__arrow_c_stream__",

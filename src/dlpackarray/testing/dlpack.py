@@ -8,7 +8,7 @@ reads: run the checker with ``isolate=True`` for untrusted producers.
 
 from __future__ import annotations
 
-from dlpackarray.testing import _abi
+from dlpackarray.testing import _abi, _forked
 from dlpackarray.testing._common import object_memory
 from dlpackarray.testing.report import Recorder, rule_table
 
@@ -192,7 +192,8 @@ RULES = rule_table(
         (
             "dlpack.stream.cuda-zero-rejected",
             "should",
-            "on a CUDA tensor stream=0 is refused (ambiguous; 1 and 2 name the default streams)",
+            "on a CUDA (or CUDA-managed) tensor stream=0 is refused (ambiguous; 1 and 2 name "
+            "the default streams)",
             f"{PYSPEC} § stream; {SPEC} § Semantics",
         ),
         (
@@ -201,8 +202,56 @@ RULES = rule_table(
             "on a CPU tensor a stream other than None or -1 is refused",
             f"{PYSPEC} § stream; {SPEC} § Semantics",
         ),
+        (
+            "dlpack.stream.cuda-legal-accepted",
+            "should",
+            "on a CUDA (or CUDA-managed) tensor stream None, -1, 1 (legacy default), 2 "
+            "(per-thread default) and the producer's own stream (> 2) are accepted",
+            f"{PYSPEC} § stream; {SPEC} § Semantics",
+        ),
+        (
+            "dlpack.stream.rocm-legal-accepted",
+            "should",
+            "on a ROCm tensor stream None, -1 and 0 (the default stream) are accepted",
+            f"{PYSPEC} § stream",
+        ),
+        (
+            "dlpack.stream.rocm-reserved-rejected",
+            "should",
+            "on a ROCm tensor stream 1 and 2 (CUDA's default-stream values) are refused",
+            f"{PYSPEC} § stream",
+        ),
+        (
+            "dlpack.stream.below-minus-one-rejected",
+            "should",
+            "on a CUDA or ROCm tensor a stream below -1 is refused (stream is an int >= -1)",
+            f"{PYSPEC} § stream",
+        ),
+        (
+            "dlpack.stream.refusal-error-type",
+            "should",
+            "an illegal stream is refused with neither TypeError (a consumer's cue to retry "
+            "without keywords, losing the stream) nor BufferError (the data is exportable)",
+            f"{API} § Raises; {PYSPEC} § errors (producer); {PYSPEC} § max_version",
+        ),
+        (
+            "dlpack.deleter.without-gil",
+            "must",
+            "the deleter of a consumed host-memory capsule runs correctly on a native thread "
+            "that does not hold the GIL (probed in a forked child)",
+            f"{PYSPEC} § Capsule lifecycle",
+        ),
     ],
 )
+
+#: Stream-table device types -> (rule suffix, legal values, illegal non-negative values).
+#: kDLCUDAHost (pinned) is absent on purpose: the spec's table names CUDA and ROCm only,
+#: and producers differ (torch treats pinned memory as CPU, CuPy as CUDA).
+STREAM_TABLE = {
+    _abi.KDL_CUDA: ("cuda", (None, -1, 1, 2), (0,)),
+    _abi.KDL_CUDA_MANAGED: ("cuda", (None, -1, 1, 2), (0,)),
+    _abi.KDL_ROCM: ("rocm", (None, -1, 0), (1, 2)),
+}
 
 
 class _Capsule:
@@ -311,15 +360,12 @@ def check(obj, rec: Recorder) -> None:
     memory = object_memory(obj)
     _check_layout(rec, cap, memory)
     _check_copy(obj, rec, cap, memory)
+    del cap
     if device is not None and device[0] == _abi.KDL_CPU:
         _check_cpu(obj, rec)
-    if device is not None and device[0] == _abi.KDL_CUDA:
-        zero, exc = _export(obj, max_version=MAX_VERSION, stream=0)
-        rec.check(
-            "dlpack.stream.cuda-zero-rejected",
-            zero is None and not _is_keyword_error(exc),
-            "stream=0 accepted for a CUDA tensor",
-        )
+    if device is not None and device[0] in STREAM_TABLE:
+        _check_streams(obj, rec, device)
+    _check_deleter_without_gil(obj, rec)
 
 
 def _check_device(obj, rec):
@@ -467,7 +513,7 @@ def _check_deleter(obj, rec, cap):
         f"the destructor called the deleter {counter.calls} times after the used_ rename",
     )
     if counter.calls == 0:  # the consumer's own call (had the producer made it, it is done)
-        _abi.VOID_FN(original)(address)
+        _abi.PY_VOID_FN(original)(address)
 
 
 def _check_layout(rec, cap, memory):
@@ -584,6 +630,102 @@ def _check_cpu(obj, rec):
         cap is None,
         "stream=2 accepted for a CPU tensor (CPU takes only stream=None)",
     )
+    if cap is None:
+        _check_refusal(rec, 2, exc)
+
+
+def _check_refusal(rec, stream, exc):
+    if _is_keyword_error(exc):  # no stream keyword at all: dlpack.keywords.accepted's case
+        rec.na("dlpack.stream.refusal-error-type", f"stream={stream}: {_describe(exc)}")
+        return
+    rec.check(
+        "dlpack.stream.refusal-error-type",
+        not isinstance(exc, (TypeError, BufferError)),
+        f"stream={stream} was refused with {_describe(exc)}",
+    )
+
+
+def _own_stream(obj):
+    """The stream the producer itself names (``__cuda_array_interface__['stream']``), when
+    it is a stream handle (> 2): a real stream to pass without the checker touching the
+    driver."""
+    try:
+        stream = obj.__cuda_array_interface__.get("stream")
+    except Exception:  # noqa: BLE001 - no (valid) interface: no own stream to try
+        return None
+    ok = isinstance(stream, int) and not isinstance(stream, bool) and stream > 2
+    return stream if ok else None
+
+
+def _check_streams(obj, rec, device):
+    """The stream value table of the spec, for a tensor on a stream device.
+
+    Only values are passed; the checker never creates a stream nor reads device memory
+    (a producer that synchronises does so through its own driver calls).
+    """
+    kind, legal, illegal = STREAM_TABLE[device[0]]
+    own = _own_stream(obj)
+    refused = []
+    for stream in (*legal, *(() if own is None else (own,))):
+        cap, exc = _export(obj, max_version=MAX_VERSION, stream=stream)
+        if cap is None:
+            refused.append(f"stream={stream!r}: {_describe(exc)}")
+        del cap
+    rec.check(f"dlpack.stream.{kind}-legal-accepted", not refused, "; ".join(refused))
+    accepted = []
+    for stream in illegal:
+        cap, exc = _export(obj, max_version=MAX_VERSION, stream=stream)
+        if cap is None:
+            _check_refusal(rec, stream, exc)
+        if cap is not None or _is_keyword_error(exc):
+            accepted.append(stream)
+        del cap
+    if kind == "cuda":
+        rec.check(
+            "dlpack.stream.cuda-zero-rejected",
+            not accepted,
+            f"stream=0 accepted for a tensor on device type {device[0]}",
+        )
+    else:
+        rec.check(
+            "dlpack.stream.rocm-reserved-rejected",
+            not accepted,
+            f"stream={accepted} accepted for a ROCm tensor",
+        )
+    cap, exc = _export(obj, max_version=MAX_VERSION, stream=-2)
+    if cap is None:
+        _check_refusal(rec, -2, exc)
+    rec.check(
+        "dlpack.stream.below-minus-one-rejected",
+        cap is None and not _is_keyword_error(exc),
+        f"stream=-2 accepted for a tensor on device type {device[0]}",
+    )
+
+
+def _check_deleter_without_gil(obj, rec):
+    rule = "dlpack.deleter.without-gil"
+    cap, exc = _export(obj, max_version=MAX_VERSION)
+    if cap is None:
+        cap, exc = _export(obj)
+    if cap is None or not cap.deleter:
+        return
+    if cap.device[0] != _abi.KDL_CPU:
+        # A forked child cannot use the parent's device context, and freeing device memory
+        # is what such a deleter does: no verdict rather than a false one.
+        rec.na(rule, f"probed only for host memory (capsule on device {cap.device})")
+        return
+    if not _forked.available():
+        rec.na(rule, "needs os.fork")
+        return
+    # Consume it as a consumer does; the deleter is then ours to call, once per process.
+    _abi.rename_used(cap.capsule, cap.name)
+    deleter, address = cap.deleter, cap.address
+    ok, why = _forked.run(lambda: _abi.call_on_native_thread(deleter, address))
+    _abi.PY_VOID_FN(deleter)(address)  # the parent's own copy, with the GIL held
+    if ok is None:
+        rec.na(rule, why)
+    else:
+        rec.check(rule, ok, f"the deleter, called on a thread without the GIL, {why}")
 
 
 __all__ = ["RULES", "check"]
