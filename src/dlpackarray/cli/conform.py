@@ -98,6 +98,18 @@ NOTES: dict[tuple[str, str], str] = {
     ("tvm-ffi", "dlpack.stream.cpu-none-only"): (
         "**Deviation** (should): a CPU tensor accepts `stream=2` silently."
     ),
+    ("pyarrow", "arrow.device-array.reserved-zero"): (
+        "**Bug**: `Array.__arrow_c_device_array__` leaves the ArrowDeviceArray's `reserved` "
+        "bytes uninitialised (the struct comes from malloc; the checker's heap poisoning "
+        "shows 0xA5.. there), and the C Device Data Interface requires the producer to zero "
+        "them (no upstream issue found; tracker: https://github.com/apache/arrow/issues)."
+    ),
+    ("nanoarrow", "arrow.requested-schema.own"): (
+        "**Deviation** (should): `CArray.__arrow_c_array__` raises NotImplementedError for "
+        "any non-None `requested_schema`, its own schema included; requests are best-effort "
+        "and a producer that does not convert may return its default representation instead "
+        "(tracker: https://github.com/apache/arrow-nanoarrow/issues)."
+    ),
     ("pydlpack", "dlpack.export.repeatable"): (
         "**Bug**: an `asdlpack` object exports once; the next `__dlpack__` raises KeyError "
         "(tracker: https://github.com/pearu/pydlpack/issues); later DLPack rules are not "
