@@ -190,6 +190,8 @@ def judge(name: str, m: dict) -> tuple[list[str], str]:
                 f"{where}) is cut off by a <{clip['tag']}> with overflow-x: {clip['overflow']} "
                 f"({cb['width']:.0f} px wide)"
             )
+    boxed = [t for t in m["tables"] if t["clip"]]
+    box = max((t["clip"]["box"]["width"] for t in boxed), default=0.0)
     scrolled = sum(
         1 for t in m["tables"] if t["clip"] and t["box"]["width"] > t["clip"]["box"]["width"] + 1
     )
@@ -197,7 +199,8 @@ def judge(name: str, m: dict) -> tuple[list[str], str]:
         f"{name}: viewport {w} px; document scrollWidth {m['document']['scrollWidth']} / "
         f"clientWidth {m['document']['clientWidth']}; body {m['body']['scrollWidth']} / "
         f"{m['body']['clientWidth']}; {len(m['tables'])} tables, widest {widest:.0f} px, "
-        f"{scrolled} scrolling inside their box: {'FAIL' if failures else 'ok'}"
+        f"{scrolled} scrolling inside their box (widest box {box:.0f} px): "
+        f"{'FAIL' if failures else 'ok'}"
     )
     return failures, summary
 
