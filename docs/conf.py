@@ -33,7 +33,7 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 # The example package is source (install.rst links it), not a page of the site.
-exclude_patterns = ["_build", "_generated", "examples/downstream_pkg"]
+exclude_patterns = ["_build", "examples/downstream_pkg"]
 myst_enable_extensions = ["colon_fence"]
 
 # Docstrings are numpydoc-style.  Cython writes each def's signature as its __text_signature__
@@ -45,37 +45,38 @@ autodoc_docstring_signature = True
 autodoc_member_order = "groupwise"
 autodoc_default_options = {"members": True, "undoc-members": False}
 
-html_theme = "alabaster"
+html_theme = "furo"
 html_title = f"dlpackarray {release}"
 
 
 def _collect_benchmark_results() -> None:
-    """Write _generated/benchmark_results.md from benchmarks/results/*.md and *.png.
+    """Write one page per recorded benchmark run into _generated/runs/.
 
-    The results are produced by ``python -m benchmarks.run`` and may be absent; the
-    benchmarks page then says so instead of failing the build.
+    A run is ``benchmarks/results/<name>.md`` (its tables) and the plots
+    ``<name>_*.png``; benchmarks_runs.md lists the pages with a glob.  The results are
+    produced by ``python -m benchmarks.run`` and may be absent; one page then says so,
+    so that the glob matches and the build does not fail.
     """
     results = ROOT / "benchmarks" / "results"
     out_dir = DOCS / "_generated"
-    copies = out_dir / "results"
+    runs = out_dir / "runs"
     shutil.rmtree(out_dir, ignore_errors=True)
-    copies.mkdir(parents=True)
-    tables = sorted(results.glob("*.md")) if results.is_dir() else []
+    runs.mkdir(parents=True)
+    tables = {p.stem: p for p in sorted(results.glob("*.md"))} if results.is_dir() else {}
     images = sorted(results.glob("*.png")) if results.is_dir() else []
-    lines = []
-    if not tables and not images:
-        lines.append(
-            "No benchmark results yet: run `python -m benchmarks.run` to write them to "
-            "`benchmarks/results/`, then rebuild the documentation."
+    names = set(tables) | {image.stem.rsplit("_", 1)[0] for image in images}
+    if not names:
+        (runs / "none.md").write_text(
+            "# No recorded runs\n\nRun `python -m benchmarks.run` to write results to "
+            "`benchmarks/results/`, then rebuild the documentation.\n"
         )
-    for table in tables:
-        shutil.copy2(table, copies / table.name)
-        # Nested includes resolve against the including page (docs/benchmarks.md).
-        lines += [f"```{{include}} _generated/results/{table.name}", ":relative-images:", "```", ""]
-    for image in images:
-        shutil.copy2(image, copies / image.name)
-        lines += [f"![{image.stem}](_generated/results/{image.name})", ""]
-    (out_dir / "benchmark_results.md").write_text("\n".join(lines) + "\n")
+    for name in sorted(names):
+        text = tables[name].read_text() if name in tables else f"# Benchmark run `{name}`\n"
+        for image in images:
+            if image.stem.rsplit("_", 1)[0] == name:
+                shutil.copy2(image, runs / image.name)
+                text += f"\n![{image.stem}]({image.name})\n"
+        (runs / f"{name}.md").write_text(text)
 
 
 _collect_benchmark_results()

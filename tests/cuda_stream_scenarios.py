@@ -296,6 +296,33 @@ def docs_worked_example():
     assert f.sticky_error() == 0
 
 
+def docs_streams_page_example():
+    """docs/cuda_streams.md's example runs on the fakes; without its a.synchronize()
+    (step 6) the last read sees the first kernel's values, as the page says."""
+    text = (HERE.parent / "docs" / "cuda_streams.md").read_text()
+    blocks = re.findall(r"<!-- streams-example -->\s*```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, "docs/cuda_streams.md must hold exactly one example"
+    code = blocks[0]
+    f = fake()
+    install(f)
+    exec(compile(code, "docs/cuda_streams.md", "exec"), {"__name__": "example"})
+    assert f.sticky_error() == 0
+
+    assert code.count("a.synchronize()") == 1
+    unsynchronised = code.replace("a.synchronize()", "pass")
+    last = next(n for n, line in enumerate(code.splitlines(), 1) if "[2.0] * 1024" in line)
+    install(f)
+    try:
+        exec(compile(unsynchronised, "unsynchronised", "exec"), {"__name__": "example"})
+    except AssertionError as exc:
+        tb = exc.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        assert tb.tb_lineno == last, f"failed at line {tb.tb_lineno}, expected {last}"
+    else:
+        raise AssertionError("the example passes without a.synchronize(): the fake missed it")
+
+
 # -- the class: any producer, import stream and consumer -----------------------------------------
 def random_routes_never_read_early():
     """Property: whatever the producer (torch-like, CuPy-like, a CUDA array

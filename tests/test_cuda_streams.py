@@ -57,6 +57,8 @@ def run_scenario(name, driver):
         "random_routes_never_read_early",
         # docs/cuda.md's worked example, on the torch-like and CuPy-like fakes
         "docs_worked_example",
+        # docs/cuda_streams.md's example, and that it fails without its synchronisation
+        "docs_streams_page_example",
     ],
 )
 def test_stream_scenario(name, fake_driver):

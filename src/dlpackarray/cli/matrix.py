@@ -464,7 +464,10 @@ def _versions() -> dict:
 
 # -- rendering -------------------------------------------------------------------------------
 
-_SYMBOL = {ZERO_COPY: "✓", COPIED: "C", REFUSED: "✗", CRASHED: "💥", WRONG: "!"}
+# Words and glyphs the documentation site's fonts have: an emoji renders as an empty box
+# where no emoji font is installed (tests/test_docs_glyphs.py).
+_SYMBOL = {ZERO_COPY: "✓", COPIED: "C", REFUSED: "✗", CRASHED: "CRASH", WRONG: "!"}
+_FAULTY = "FAIL"  # a summary cell's mark: one of its cells crashed or gave a wrong result
 
 
 def _label(name: str) -> str:
@@ -486,7 +489,8 @@ def render_markdown(doc: dict) -> str:
         "Every producer's object is wrapped in `DLPackArray` and handed to every consumer, "
         "each cell in a worker process that a crash cannot take the run down with. "
         "Symbols: ✓ zero-copy (pointer equality with the producer's memory), C copied, "
-        "✗ refused, 💥 crashed, ! wrong result; a blank cell is a case the producer cannot "
+        f"✗ refused, {_SYMBOL[CRASHED]} crashed, ! wrong result ({_FAULTY} in the summary: "
+        "a cell of that pair crashed or was wrong); a blank cell is a case the producer cannot "
         "express. Each failure names whose limitation it is; the known consumer "
         "limitations are explained in {ref}`known-limitations`. "
         "`interop.json` next to this page holds the same data.",
@@ -510,7 +514,7 @@ def render_markdown(doc: dict) -> str:
             mine = [x for x in cells if x["producer"] == p and x["consumer"] == c]
             zc = sum(x["status"] == ZERO_COPY for x in mine)
             bad = sum(x["status"] in (CRASHED, WRONG) for x in mine)
-            row.append(f"{zc}/{len(mine)}" + (" 💥" if bad else "") if mine else "")
+            row.append(f"{zc}/{len(mine)}" + (f" {_FAULTY}" if bad else "") if mine else "")
         lines.append(f"| {_label(p)} | " + " | ".join(row) + " |")
     from dlpackarray.cli import matrix_cells as defs
 
