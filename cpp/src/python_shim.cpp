@@ -152,7 +152,7 @@ bool run_taking_gil(Release&& release) {
   // Second lines of defence only (racy snapshots): an embedder that finalizes
   // without running atexit callbacks, or the drain's time limit passed.
   if (!Py_IsInitialized()) return false;
-  if (interpreter_finalizing() && !PyGILState_Check()) return false;
+  if (interpreter_finalizing() && !gil_check()) return false;
   PyGILState_STATE state = PyGILState_Ensure();
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
@@ -335,7 +335,7 @@ void release_adopted_capsule(PyObject* capsule) {
 int install_shutdown_gate() noexcept {
   // Only the main interpreter's exit ends the process; a sub-interpreter's
   // atexit callbacks would shut the gate for everyone while Python lives on.
-  if (PyInterpreterState_Get() != PyInterpreterState_Main()) return 0;
+  if (PyInterpreterState_Get() != main_interpreter()) return 0;
   static bool fork_handler_set = false;
   if (!fork_handler_set) {
     if (pthread_atfork(nullptr, nullptr, reset_gate_in_child) != 0) {
