@@ -92,8 +92,12 @@ void pack_bits(const unsigned char* bytes, int64_t n, unsigned char* bits) {
 
 // -- schema nodes ------------------------------------------------------------
 
+// The leaf format and the names are static strings (arrow_format_from_dtype's
+// table); only a list level's "+w:N" and metadata (tensors, bool8) are owned
+// here, so a plain column's schema is one small allocation and no string
+// copy on the export hot path.
 struct SchemaPrivate {
-  std::string format, name, metadata;
+  std::string list_format, metadata;
   ArrowSchema* children[1] = {nullptr};
 };
 
@@ -114,14 +118,14 @@ void build_schema(const ArrowExport& ex, size_t level, ArrowSchema* out) {
   out->release = nullptr;
   auto* p = new SchemaPrivate();
   const bool leaf = level == ex.list_sizes.size();
+  const char* format = ex.leaf_format;
   if (leaf) {
-    p->format = ex.leaf_format;
     p->metadata = ex.leaf_metadata;
   } else {
-    p->format = "+w:" + std::to_string(ex.list_sizes[level]);
+    p->list_format = "+w:" + std::to_string(ex.list_sizes[level]);
+    format = p->list_format.c_str();
   }
   if (level == 0 && !ex.top_metadata.empty()) p->metadata = ex.top_metadata;
-  p->name = level == 0 ? "" : "item";
   if (!leaf) {
     auto* child = new (std::nothrow) ArrowSchema();
     if (child == nullptr) {
@@ -137,8 +141,8 @@ void build_schema(const ArrowExport& ex, size_t level, ArrowSchema* out) {
     }
     p->children[0] = child;
   }
-  out->format = p->format.c_str();
-  out->name = p->name.c_str();
+  out->format = format;
+  out->name = level == 0 ? "" : "item";
   out->metadata = p->metadata.empty() ? nullptr : p->metadata.data();
   out->flags = ARROW_FLAG_NULLABLE;
   out->n_children = leaf ? 0 : 1;
