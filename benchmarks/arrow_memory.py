@@ -58,8 +58,8 @@ def measure(route: str, nbytes: int) -> dict:
 
     ``import``: ``np.asarray(DLPackArray(pa_array))``; ``import-arrow`` the
     same through the Arrow capsules; ``export``: ``pa.array(DLPackArray(x))``;
-    ``export-stream``: ``pa.chunked_array(DLPackArray(x))`` (the stream).  ``shares`` says whether the result
-    uses the source's memory.
+    ``export-stream``: ``pa.chunked_array(DLPackArray(x))`` (the stream).
+    ``shares`` says whether the result uses the source's memory.
     """
     import gc
     import tracemalloc
@@ -119,8 +119,9 @@ def main(argv: list[str]) -> None:
             ).stdout
             r = json.loads(out)
             print(
-                f"{route:14s} {nbytes // MiB:5d} MiB: tracemalloc peak {r['tracemalloc_peak']:8d} B,"
-                f" RSS growth {r['rss_growth'] / 1024:8.0f} KiB, shares memory: {r['shares']}"
+                f"{route:14s} {nbytes // MiB:5d} MiB: "
+                f"tracemalloc peak {r['tracemalloc_peak']:8d} B, "
+                f"RSS growth {r['rss_growth'] / 1024:8.0f} KiB, shares memory: {r['shares']}"
             )
 
 
