@@ -105,7 +105,7 @@ PyCapsule_Destructor destructor_for(ArrowCapsuleKind kind) {
 
 }  // namespace
 
-PyObject* new_arrow_capsule(ArrowCapsuleKind kind) {
+PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out) {
   const char* name = capsule_name(kind);
   if (name == nullptr) {
     PyErr_SetString(PyExc_ValueError, "unknown Arrow capsule kind");
@@ -114,7 +114,11 @@ PyObject* new_arrow_capsule(ArrowCapsuleKind kind) {
   void* s = new_struct(kind);
   if (s == nullptr) return PyErr_NoMemory();
   PyObject* capsule = PyCapsule_New(s, name, destructor_for(kind));
-  if (capsule == nullptr) delete_struct(kind, s);
+  if (capsule == nullptr) {
+    delete_struct(kind, s);
+  } else if (out != nullptr) {
+    *out = s;
+  }
   return capsule;
 }
 
