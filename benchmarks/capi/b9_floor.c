@@ -81,9 +81,13 @@ static void schema_release(struct ArrowSchema* s) { s->release = NULL; }
 
 static void array_release(struct ArrowArray* a) {
   ArrayPrivate* p = (ArrayPrivate*)a->private_data;
-  PyGILState_STATE g = PyGILState_Ensure();
-  Py_DECREF(p->owner);
-  PyGILState_Release(g);
+  if (PyGILState_Check() && Py_REFCNT(p->owner) > 1) {
+    Py_DECREF(p->owner); /* not the last reference: runs no code */
+  } else {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(p->owner);
+    PyGILState_Release(g);
+  }
   free(p);
   a->release = NULL;
 }
@@ -163,8 +167,7 @@ static PyObject* pair(PyObject* schema, PyObject* array) {
 
 static PyObject* producer_schema(Producer* self, PyObject* unused) { return new_schema(self); }
 
-static PyObject* producer_array(Producer* self, PyObject* const* args, Py_ssize_t n,
-                                PyObject* kw) {
+static PyObject* producer_array(Producer* self, PyObject* const* args, Py_ssize_t n, PyObject* kw) {
   struct ArrowArray* a = malloc(sizeof *a);
   if (a == NULL) return PyErr_NoMemory();
   if (fill_array(self, a) != 0) {

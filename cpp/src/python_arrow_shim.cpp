@@ -4,6 +4,7 @@
 
 #include "dlpackarray/arrow_abi.hpp"
 #include "dlpackarray/python_shim.hpp"
+#include "python_thread_state.hpp"
 
 namespace dla::py {
 
@@ -123,7 +124,17 @@ PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out) {
 }
 
 void release_arrow_keepalive(void* py_object) {
-  release_reference(static_cast<PyObject*>(py_object));
+  auto* obj = static_cast<PyObject*>(py_object);
+#ifndef Py_GIL_DISABLED
+  // The common case, a consumer releasing on the exporting thread while the
+  // DLPackArray lives on: dropping a reference that is not the last runs no
+  // code, so it needs neither the shutdown gate nor the error fetch/restore.
+  if (obj != nullptr && holds_gil() && Py_REFCNT(obj) > 1) {
+    Py_DECREF(obj);
+    return;
+  }
+#endif
+  release_reference(obj);
 }
 
 }  // namespace dla::py
