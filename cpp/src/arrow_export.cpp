@@ -20,6 +20,16 @@
 
 namespace dla {
 
+// One array node's private data.
+struct ArrowArrayPrivate {
+  ArrowExport* ex = nullptr;
+  const void* buffers[2] = {nullptr, nullptr};
+  ArrowArray* children[1] = {nullptr};
+  // The top level of a CUDA ArrowDeviceArray: its sync_event points here
+  // (heap memory, so the struct may be moved), destroyed by the release.
+  cuda::CUevent event = nullptr;
+};
+
 struct ArrowExport {
   std::atomic<int64_t> refs{1};
   void (*keep_release)(void*) = nullptr;
@@ -41,6 +51,11 @@ struct ArrowExport {
   std::string top_metadata;      // encoded blob for the top level ("" = none)
   std::string leaf_metadata;     // arrow.bool8 on the leaf
   const void* values = nullptr;  // leaf values buffer (first element)
+  // An export hands out one top-level array (a pair, or a stream's one
+  // chunk): its private data lives here, one allocation fewer on the hot
+  // path.  Its array holds a reference, so the export outlives it.
+  ArrowArrayPrivate top_array;
+  bool top_array_used = false;
 };
 
 namespace {
@@ -92,36 +107,49 @@ void pack_bits(const unsigned char* bytes, int64_t n, unsigned char* bits) {
 
 // -- schema nodes ------------------------------------------------------------
 
+// The leaf format and the names are static strings (arrow_format_from_dtype's
+// table); only a list level's "+w:N" and metadata (tensors, bool8) are owned
+// here, so a plain column's schema is one small allocation and no string
+// copy on the export hot path.
 struct SchemaPrivate {
-  std::string format, name, metadata;
+  std::string list_format, metadata;
   ArrowSchema* children[1] = {nullptr};
 };
 
 void release_schema(ArrowSchema* s) {
   if (s == nullptr || s->release == nullptr) return;
-  auto* p = static_cast<SchemaPrivate*>(s->private_data);
+  auto* p = static_cast<SchemaPrivate*>(s->private_data);  // NULL for a plain column
   for (int64_t i = 0; i < s->n_children; ++i) {
     ArrowSchema* c = s->children[i];
     // A consumer may have moved the child out (release == NULL).
     if (c->release != nullptr) c->release(c);
     delete c;
   }
-  delete p;
+  delete p;  // no-op when NULL
   s->release = nullptr;
 }
 
 void build_schema(const ArrowExport& ex, size_t level, ArrowSchema* out) {
   out->release = nullptr;
-  auto* p = new SchemaPrivate();
   const bool leaf = level == ex.list_sizes.size();
+  if (leaf && ex.leaf_metadata.empty() && (level != 0 || ex.top_metadata.empty())) {
+    // A plain column: static strings only, nothing to own or free.
+    *out = ArrowSchema{};
+    out->format = ex.leaf_format;
+    out->name = level == 0 ? "" : "item";
+    out->flags = ARROW_FLAG_NULLABLE;
+    out->release = release_schema;
+    return;
+  }
+  auto* p = new SchemaPrivate();
+  const char* format = ex.leaf_format;
   if (leaf) {
-    p->format = ex.leaf_format;
     p->metadata = ex.leaf_metadata;
   } else {
-    p->format = "+w:" + std::to_string(ex.list_sizes[level]);
+    p->list_format = "+w:" + std::to_string(ex.list_sizes[level]);
+    format = p->list_format.c_str();
   }
   if (level == 0 && !ex.top_metadata.empty()) p->metadata = ex.top_metadata;
-  p->name = level == 0 ? "" : "item";
   if (!leaf) {
     auto* child = new (std::nothrow) ArrowSchema();
     if (child == nullptr) {
@@ -137,8 +165,8 @@ void build_schema(const ArrowExport& ex, size_t level, ArrowSchema* out) {
     }
     p->children[0] = child;
   }
-  out->format = p->format.c_str();
-  out->name = p->name.c_str();
+  out->format = format;
+  out->name = level == 0 ? "" : "item";
   out->metadata = p->metadata.empty() ? nullptr : p->metadata.data();
   out->flags = ARROW_FLAG_NULLABLE;
   out->n_children = leaf ? 0 : 1;
@@ -150,18 +178,9 @@ void build_schema(const ArrowExport& ex, size_t level, ArrowSchema* out) {
 
 // -- array nodes -------------------------------------------------------------
 
-struct ArrayPrivate {
-  ArrowExport* ex = nullptr;
-  const void* buffers[2] = {nullptr, nullptr};
-  ArrowArray* children[1] = {nullptr};
-  // The top level of a CUDA ArrowDeviceArray: its sync_event points here
-  // (heap memory, so the struct may be moved), destroyed by the release.
-  cuda::CUevent event = nullptr;
-};
-
 void release_array(ArrowArray* a) {
   if (a == nullptr || a->release == nullptr) return;
-  auto* p = static_cast<ArrayPrivate*>(a->private_data);
+  auto* p = static_cast<ArrowArrayPrivate*>(a->private_data);
   for (int64_t i = 0; i < a->n_children; ++i) {
     ArrowArray* c = a->children[i];
     if (c->release != nullptr) c->release(c);
@@ -170,7 +189,11 @@ void release_array(ArrowArray* a) {
   ArrowExport* ex = p->ex;
   // No Python and no throw: releases run on any thread, without the GIL.
   cuda::destroy_event(ex->device.device_id, p->event);
-  delete p;
+  if (p == &ex->top_array) {
+    p->event = nullptr;
+  } else {
+    delete p;
+  }
   a->release = nullptr;
   // Last: this may run the keepalive's release (and take the GIL).
   arrow_export_unref(ex);
@@ -178,19 +201,34 @@ void release_array(ArrowArray* a) {
 
 void build_array(ArrowExport& ex, size_t level, int64_t length, ArrowArray* out) {
   out->release = nullptr;
-  auto* p = new ArrayPrivate();
+  ArrowArrayPrivate* p;
+  if (level == 0 && !ex.top_array_used) {
+    p = &ex.top_array;
+    *p = ArrowArrayPrivate();
+    ex.top_array_used = true;
+  } else {
+    p = new ArrowArrayPrivate();
+  }
+  // Frees p on a failure below (never the export's own slot).
+  auto drop = [&] {
+    if (p == &ex.top_array) {
+      ex.top_array_used = false;
+    } else {
+      delete p;
+    }
+  };
   const bool leaf = level == ex.list_sizes.size();
   if (!leaf) {
     auto* child = new (std::nothrow) ArrowArray();
     if (child == nullptr) {
-      delete p;
+      drop();
       throw std::bad_alloc();
     }
     try {
       build_array(ex, level + 1, length * ex.list_sizes[level], child);
     } catch (...) {
       delete child;
-      delete p;
+      drop();
       throw;
     }
     p->children[0] = child;
@@ -518,7 +556,7 @@ void arrow_export_device_array(ArrowExport* ex, ArrowDeviceArray* out) {
     cuda::destroy_event(ex->device.device_id, event);
     throw;
   }
-  auto* p = static_cast<ArrayPrivate*>(out->array.private_data);
+  auto* p = static_cast<ArrowArrayPrivate*>(out->array.private_data);
   p->event = event;
   // Arrow's CPU device has no id (-1); DLPack says 0.
   out->device_type = ArrowDeviceType(ex->device.device_type);

@@ -1,9 +1,10 @@
 #include "dlpackarray/python_arrow_shim.hpp"
 
-#include <cstdlib>
+#include <new>
 
 #include "dlpackarray/arrow_abi.hpp"
 #include "dlpackarray/python_shim.hpp"
+#include "python_thread_state.hpp"
 
 namespace dla::py {
 
@@ -20,15 +21,34 @@ const char* capsule_name(ArrowCapsuleKind kind) {
   return nullptr;
 }
 
-size_t struct_size(ArrowCapsuleKind kind) {
+// Value-initialised (release == NULL from the start) with operator new, not
+// calloc: glibc's calloc bypasses its per-thread cache (and a malloc plus
+// memset is folded back into calloc), which cost more than the rest of the
+// export on this hot path.
+template <class Struct>
+void* new_struct() {
+  return new (std::nothrow) Struct();
+}
+
+void* new_struct(ArrowCapsuleKind kind) {
   switch (kind) {
-    case kArrowSchemaCapsule: return sizeof(ArrowSchema);
-    case kArrowArrayCapsule: return sizeof(ArrowArray);
-    case kArrowStreamCapsule: return sizeof(ArrowArrayStream);
-    case kArrowDeviceArrayCapsule: return sizeof(ArrowDeviceArray);
-    case kArrowDeviceStreamCapsule: return sizeof(ArrowDeviceArrayStream);
+    case kArrowSchemaCapsule: return new_struct<ArrowSchema>();
+    case kArrowArrayCapsule: return new_struct<ArrowArray>();
+    case kArrowStreamCapsule: return new_struct<ArrowArrayStream>();
+    case kArrowDeviceArrayCapsule: return new_struct<ArrowDeviceArray>();
+    case kArrowDeviceStreamCapsule: return new_struct<ArrowDeviceArrayStream>();
   }
-  return 0;
+  return nullptr;
+}
+
+void delete_struct(ArrowCapsuleKind kind, void* s) {
+  switch (kind) {
+    case kArrowSchemaCapsule: delete static_cast<ArrowSchema*>(s); return;
+    case kArrowArrayCapsule: delete static_cast<ArrowArray*>(s); return;
+    case kArrowStreamCapsule: delete static_cast<ArrowArrayStream*>(s); return;
+    case kArrowDeviceArrayCapsule: delete static_cast<ArrowDeviceArray*>(s); return;
+    case kArrowDeviceStreamCapsule: delete static_cast<ArrowDeviceArrayStream*>(s); return;
+  }
 }
 
 // Capsule destructors (GIL held).  The struct's release is called only while
@@ -45,16 +65,22 @@ void release_struct(ArrowDeviceArray* s) {
 
 template <class Struct>
 void destroy(PyObject* capsule, const char* name) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
+  // The common case, no exception in flight, skips the fetch and restore.
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  const bool pending = PyErr_Occurred() != nullptr;
+  if (pending) PyErr_Fetch(&type, &value, &tb);
   auto* s = static_cast<Struct*>(PyCapsule_GetPointer(capsule, name));
   if (s == nullptr) {
     PyErr_Clear();
   } else {
     release_struct(s);
-    std::free(s);
+    delete s;
   }
-  PyErr_Restore(type, value, tb);
+  if (pending) {
+    PyErr_Restore(type, value, tb);
+  } else if (PyErr_Occurred() != nullptr) {
+    PyErr_Clear();  // as before: a destructor leaves no error behind
+  }
 }
 
 void schema_destructor(PyObject* c) { destroy<ArrowSchema>(c, kCapsuleArrowSchema); }
@@ -80,21 +106,35 @@ PyCapsule_Destructor destructor_for(ArrowCapsuleKind kind) {
 
 }  // namespace
 
-PyObject* new_arrow_capsule(ArrowCapsuleKind kind) {
+PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out) {
   const char* name = capsule_name(kind);
   if (name == nullptr) {
     PyErr_SetString(PyExc_ValueError, "unknown Arrow capsule kind");
     return nullptr;
   }
-  void* s = std::calloc(1, struct_size(kind));  // release == NULL from the start
+  void* s = new_struct(kind);
   if (s == nullptr) return PyErr_NoMemory();
   PyObject* capsule = PyCapsule_New(s, name, destructor_for(kind));
-  if (capsule == nullptr) std::free(s);
+  if (capsule == nullptr) {
+    delete_struct(kind, s);
+  } else if (out != nullptr) {
+    *out = s;
+  }
   return capsule;
 }
 
 void release_arrow_keepalive(void* py_object) {
-  release_reference(static_cast<PyObject*>(py_object));
+  auto* obj = static_cast<PyObject*>(py_object);
+#ifndef Py_GIL_DISABLED
+  // The common case, a consumer releasing on the exporting thread while the
+  // DLPackArray lives on: dropping a reference that is not the last runs no
+  // code, so it needs neither the shutdown gate nor the error fetch/restore.
+  if (obj != nullptr && holds_gil() && Py_REFCNT(obj) > 1) {
+    Py_DECREF(obj);
+    return;
+  }
+#endif
+  release_reference(obj);
 }
 
 }  // namespace dla::py

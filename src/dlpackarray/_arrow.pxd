@@ -119,7 +119,7 @@ cdef extern from "dlpackarray/python_arrow_shim.hpp" namespace "dla::py":
         kArrowDeviceArrayCapsule
         kArrowDeviceStreamCapsule
 
-    object new_arrow_capsule(ArrowCapsuleKind kind)
+    object new_arrow_capsule(ArrowCapsuleKind kind, void** out)
     void release_arrow_keepalive(void* py_object) noexcept nogil
 
 

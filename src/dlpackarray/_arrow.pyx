@@ -101,9 +101,10 @@ cdef int _keep_alive(ArrowExport* ex, object owner, bint on_cuda) except -1:
 
 cdef object export_arrow_schema(const TensorView* v):
     cdef ArrowExport* ex = _plan(v, None, None, False, True)
+    cdef void* s
     try:
-        capsule = new_arrow_capsule(kArrowSchemaCapsule)
-        arrow_export_schema(ex, <ArrowSchema*>PyCapsule_GetPointer(capsule, kCapsuleArrowSchema))
+        capsule = new_arrow_capsule(kArrowSchemaCapsule, &s)
+        arrow_export_schema(ex, <ArrowSchema*>s)
     finally:
         arrow_export_unref(ex)
     return capsule
@@ -115,27 +116,25 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
     if kwargs is not None:
         _check_kwargs(kwargs)
     cdef ArrowExport* ex = _plan(v, requested_schema, copy, device, False)
+    cdef void* s
     try:
         _keep_alive(ex, owner, is_cuda_stream_device(v.device))
         if stream:
             if device:
-                capsule = new_arrow_capsule(kArrowDeviceStreamCapsule)
-                arrow_export_device_stream(ex, <ArrowDeviceArrayStream*>PyCapsule_GetPointer(
-                    capsule, kCapsuleArrowDeviceStream))
+                capsule = new_arrow_capsule(kArrowDeviceStreamCapsule, &s)
+                arrow_export_device_stream(ex, <ArrowDeviceArrayStream*>s)
             else:
-                capsule = new_arrow_capsule(kArrowStreamCapsule)
-                arrow_export_stream(
-                    ex, <ArrowArrayStream*>PyCapsule_GetPointer(capsule, kCapsuleArrowStream))
+                capsule = new_arrow_capsule(kArrowStreamCapsule, &s)
+                arrow_export_stream(ex, <ArrowArrayStream*>s)
             return capsule
-        schema = new_arrow_capsule(kArrowSchemaCapsule)
-        arrow_export_schema(ex, <ArrowSchema*>PyCapsule_GetPointer(schema, kCapsuleArrowSchema))
+        schema = new_arrow_capsule(kArrowSchemaCapsule, &s)
+        arrow_export_schema(ex, <ArrowSchema*>s)
         if device:
-            array = new_arrow_capsule(kArrowDeviceArrayCapsule)
-            arrow_export_device_array(ex, <ArrowDeviceArray*>PyCapsule_GetPointer(
-                array, kCapsuleArrowDeviceArray))
+            array = new_arrow_capsule(kArrowDeviceArrayCapsule, &s)
+            arrow_export_device_array(ex, <ArrowDeviceArray*>s)
         else:
-            array = new_arrow_capsule(kArrowArrayCapsule)
-            arrow_export_array(ex, <ArrowArray*>PyCapsule_GetPointer(array, kCapsuleArrowArray))
+            array = new_arrow_capsule(kArrowArrayCapsule, &s)
+            arrow_export_array(ex, <ArrowArray*>s)
         return schema, array
     finally:
         # The structs hold their own references; a failure above leaves none.

@@ -19,8 +19,9 @@ enum ArrowCapsuleKind : int {
 // A new capsule with the spec's name for `kind`, owning a zeroed struct
 // (release == NULL).  Its destructor calls the struct's release when it is
 // still set (the consumer did not move it out) and frees the struct.
-// Returns NULL with an exception set on failure.
-PyObject* new_arrow_capsule(ArrowCapsuleKind kind);
+// Returns NULL with an exception set on failure.  `out`, when given, gets the
+// struct's address (sparing the caller PyCapsule_GetPointer's name check).
+PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out = nullptr);
 
 // ArrowKeepalive release for a strong reference to a Python object: safe on
 // any thread, with or without the GIL, and a leak (never a crash) once the

@@ -1,0 +1,175 @@
+"""Instructions per operation of each B9 route, counted by callgrind.
+
+``python -m benchmarks.arrow_instructions [LABEL ...]`` runs each statement
+``N`` times under ``valgrind --tool=callgrind`` and once more with the same
+setup and no iteration; the difference divided by ``N`` is the route's cost in
+instructions, which a loaded machine does not disturb (wall times there swing
+by 2x between rounds).  Needs valgrind; the floor module is compiled as in
+B9.  ``--json FILE`` writes the figures; ``--ours`` counts dlpackarray's
+statements only (to compare two builds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+N = 2000
+SETUP = """
+import importlib.util
+import numpy as np, pyarrow as pa
+if {polars}:
+    import polars as pl
+from benchmarks.cases_arrow import ArrowOnly
+from dlpackarray import DLPackArray
+spec = importlib.util.spec_from_file_location("b9_floor", {floor_path!r})
+F = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(F)
+a = np.ones(256, dtype=np.float32)
+d = DLPackArray(a)
+p = F.Producer(a)
+Producer = F.Producer
+consume_arrow = F.consume_arrow
+pa_array = pa.array(a)
+arrow_only = ArrowOnly(pa_array)
+fst = pa.FixedShapeTensorArray.from_numpy_ndarray(np.ones((16, 8, 8), dtype=np.float32))
+"""
+# route -> [(label, statement)]: ours first, then the alternative, then the floor.
+ROUTES = {
+    "pa.array": [
+        ("dlpackarray", "pa.array(d)"),
+        ("numpy", "pa.array(a)"),
+        ("floor", "pa.array(p)"),
+    ],
+    "pa.array (wrap + export)": [
+        ("dlpackarray", "pa.array(DLPackArray(a))"),
+        ("numpy", "pa.array(a)"),
+        ("floor", "pa.array(Producer(a))"),
+    ],
+    "pl.Series": [
+        ("dlpackarray", "pl.Series(d)"),
+        ("numpy", "pl.Series(a)"),
+        ("floor", "pl.Series(p)"),
+    ],
+    "pl.from_arrow": [
+        ("dlpackarray", "pl.from_arrow(d)"),
+        ("numpy", "pl.from_numpy(a)"),
+        ("floor", "pl.from_arrow(p)"),
+    ],
+    "import (DLPack route)": [
+        ("dlpackarray", "DLPackArray(pa_array)"),
+        ("pyarrow", "pa_array.to_numpy(zero_copy_only=True)"),
+        ("floor", "pa_array.__dlpack__(max_version=(1, 3))"),
+    ],
+    "import (Arrow capsules)": [
+        ("dlpackarray", "DLPackArray(arrow_only)"),
+        ("pyarrow", "pa_array.to_numpy(zero_copy_only=True)"),
+        ("floor", "consume_arrow(arrow_only)"),
+    ],
+    "np.asarray(DLPackArray(pa_array))": [
+        ("dlpackarray", "np.asarray(DLPackArray(pa_array))"),
+        ("pyarrow", "pa_array.to_numpy(zero_copy_only=True)"),
+        ("floor", "np.from_dlpack(pa_array)"),
+    ],
+    "tensor import": [
+        ("dlpackarray", "DLPackArray(fst)"),
+        ("pyarrow", "fst.to_numpy_ndarray()"),
+        ("floor", "consume_arrow(fst)"),
+    ],
+    "tensor to numpy": [
+        ("dlpackarray", "np.asarray(DLPackArray(fst))"),
+        ("pyarrow", "fst.to_numpy_ndarray()"),
+        ("floor", "consume_arrow(fst)"),
+    ],
+}
+
+
+_cache: dict = {}
+
+
+def _per_op(stmt: str) -> float:
+    if stmt not in _cache:
+        _cache[stmt] = (_count(stmt, N) - _count(stmt, 0)) / N
+    return _cache[stmt]
+
+
+def _count(stmt: str, n: int) -> int:
+    from benchmarks.cases_arrow import floor_module
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # Built once, here: the children only load it.
+    setup = SETUP.format(polars="pl." in stmt, floor_path=floor_module().__file__)
+    script = (
+        f"import sys; sys.path.insert(0, {root!r})\n{setup}\n"
+        f"for _ in range(200): {stmt}\n"  # warm: caches, first-use paths
+        f"for _ in range({n}): {stmt}\n"
+    )
+    # Only the calling thread counts: OpenBLAS's and the allocators'
+    # background threads spin for as long as the run lasts, which made the
+    # process totals swing by 10% between runs; a fixed hash seed keeps dict
+    # probes the same from run to run.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--separate-threads=yes",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-c",
+                script,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+        with open(out + "-01") as f:
+            for line in f:
+                if line.startswith("totals:") or line.startswith("summary:"):
+                    return int(line.split()[1])
+    raise RuntimeError("no totals line in callgrind's output for the main thread")
+
+
+def main(argv: list[str]) -> dict:
+    out_file = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        out_file = argv[i + 1]
+        argv = argv[:i] + argv[i + 2 :]
+    only_ours = "--ours" in argv
+    argv = [a for a in argv if a != "--ours"]
+    routes = {k: v for k, v in ROUTES.items() if not argv or k in argv}
+    results: dict = {}
+    for route, stmts in routes.items():
+        row = {}
+        for label, stmt in stmts:
+            if only_ours and label != "dlpackarray":
+                continue
+            row[label] = {"stmt": stmt, "instructions": _per_op(stmt)}
+        if only_ours:
+            results[route] = row
+            print(f"{route:34s} ours {row['dlpackarray']['instructions']:8.0f}", flush=True)
+            continue
+        ours = row["dlpackarray"]["instructions"]
+        alt = next(v for k, v in row.items() if k not in ("dlpackarray", "floor"))["instructions"]
+        fl = row["floor"]["instructions"]
+        results[route] = row
+        print(
+            f"{route:34s} ours {ours:8.0f}  alternative {alt:8.0f}  floor {fl:8.0f}  "
+            f"ours/floor {ours / fl:5.2f}  ours/alt {ours / alt:5.2f}  floor/alt {fl / alt:5.2f}",
+            flush=True,
+        )
+    if out_file:
+        with open(out_file, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

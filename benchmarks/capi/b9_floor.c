@@ -1,0 +1,408 @@
+/* B9's floors: the least any implementation can do on an Arrow route.
+ *
+ * - Producer(buffer): wraps a C-contiguous 1-D float32/float64 buffer (one
+ *   PyObject_GetBuffer) and exports it through __arrow_c_schema__,
+ *   __arrow_c_array__ and __arrow_c_device_array__ with nothing more than the
+ *   spec asks: two malloc'ed structs in two capsules, static format strings,
+ *   a strong reference to the producer that the array's release drops (under
+ *   the GIL, as a release may run on any thread).  No validation beyond the
+ *   buffer request, no options: the floor of an export, not a contender.
+ *   __arrow_c_stream__ hands out the same array as a one-chunk stream.
+ * - consume_arrow(obj): the least an Arrow importer does: calls
+ *   obj.__arrow_c_array__(), checks the two capsule names, moves the array
+ *   out of its capsule into a new owner object (released when the owner
+ *   dies) and reads the data pointer of the leaf's buffer 1 (through a
+ *   tensor's fixed-size list levels).
+ *
+ * Struct layouts follow the Arrow C data and C device data interfaces.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+struct ArrowDeviceArray {
+  struct ArrowArray array;
+  int64_t device_id;
+  int32_t device_type;
+  void* sync_event;
+  int64_t reserved[3];
+};
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema*);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray*);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+/* -- producer ------------------------------------------------------------ */
+
+typedef struct {
+  PyObject_HEAD Py_buffer view;
+  const char* format;
+} Producer;
+
+/* The array's private data: its two buffer pointers and the producer it
+ * keeps alive. */
+typedef struct {
+  const void* buffers[2];
+  PyObject* owner;
+} ArrayPrivate;
+
+static void schema_release(struct ArrowSchema* s) { s->release = NULL; }
+
+static void array_release(struct ArrowArray* a) {
+  ArrayPrivate* p = (ArrayPrivate*)a->private_data;
+  if (PyGILState_Check() && Py_REFCNT(p->owner) > 1) {
+    Py_DECREF(p->owner); /* not the last reference: runs no code */
+  } else {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(p->owner);
+    PyGILState_Release(g);
+  }
+  free(p);
+  a->release = NULL;
+}
+
+static void schema_capsule_free(PyObject* c) {
+  struct ArrowSchema* s = PyCapsule_GetPointer(c, "arrow_schema");
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+static void array_capsule_free(PyObject* c) {
+  struct ArrowArray* a = PyCapsule_GetPointer(c, "arrow_array");
+  if (a->release != NULL) a->release(a);
+  free(a);
+}
+
+static void device_array_capsule_free(PyObject* c) {
+  struct ArrowDeviceArray* a = PyCapsule_GetPointer(c, "arrow_device_array");
+  if (a->array.release != NULL) a->array.release(&a->array);
+  free(a);
+}
+
+static void fill_schema(Producer* self, struct ArrowSchema* s) {
+  s->format = self->format;
+  s->name = "";
+  s->metadata = NULL;
+  s->flags = 2; /* ARROW_FLAG_NULLABLE */
+  s->n_children = 0;
+  s->children = NULL;
+  s->dictionary = NULL;
+  s->private_data = NULL;
+  s->release = schema_release;
+}
+
+static PyObject* new_schema(Producer* self) {
+  /* malloc and field stores, never calloc: glibc's calloc skips its
+   * thread cache, and a floor must not be slower than it need be. */
+  struct ArrowSchema* s = malloc(sizeof *s);
+  if (s == NULL) return PyErr_NoMemory();
+  fill_schema(self, s);
+  PyObject* c = PyCapsule_New(s, "arrow_schema", schema_capsule_free);
+  if (c == NULL) free(s);
+  return c;
+}
+
+static int fill_array(Producer* self, struct ArrowArray* a) {
+  ArrayPrivate* p = malloc(sizeof *p);
+  if (p == NULL) return -1;
+  p->buffers[0] = NULL;
+  p->buffers[1] = self->view.buf;
+  Py_INCREF(self);
+  p->owner = (PyObject*)self;
+  a->length = self->view.shape[0];
+  a->null_count = 0;
+  a->offset = 0;
+  a->n_children = 0;
+  a->children = NULL;
+  a->dictionary = NULL;
+  a->n_buffers = 2;
+  a->buffers = p->buffers;
+  a->release = array_release;
+  a->private_data = p;
+  return 0;
+}
+
+static PyObject* pair(PyObject* schema, PyObject* array) {
+  if (schema == NULL || array == NULL) {
+    Py_XDECREF(schema);
+    Py_XDECREF(array);
+    return NULL;
+  }
+  PyObject* t = PyTuple_Pack(2, schema, array);
+  Py_DECREF(schema);
+  Py_DECREF(array);
+  return t;
+}
+
+static PyObject* producer_schema(Producer* self, PyObject* unused) { return new_schema(self); }
+
+static PyObject* producer_array(Producer* self, PyObject* const* args, Py_ssize_t n, PyObject* kw) {
+  struct ArrowArray* a = malloc(sizeof *a);
+  if (a == NULL) return PyErr_NoMemory();
+  if (fill_array(self, a) != 0) {
+    free(a);
+    return PyErr_NoMemory();
+  }
+  PyObject* c = PyCapsule_New(a, "arrow_array", array_capsule_free);
+  if (c == NULL) {
+    a->release(a);
+    free(a);
+  }
+  return pair(new_schema(self), c);
+}
+
+static PyObject* producer_device_array(Producer* self, PyObject* const* args, Py_ssize_t n,
+                                       PyObject* kw) {
+  struct ArrowDeviceArray* a = malloc(sizeof *a);
+  if (a == NULL) return PyErr_NoMemory();
+  if (fill_array(self, &a->array) != 0) {
+    free(a);
+    return PyErr_NoMemory();
+  }
+  a->device_id = -1;
+  a->device_type = 1; /* ARROW_DEVICE_CPU */
+  a->sync_event = NULL;
+  a->reserved[0] = a->reserved[1] = a->reserved[2] = 0;
+  PyObject* c = PyCapsule_New(a, "arrow_device_array", device_array_capsule_free);
+  if (c == NULL) {
+    a->array.release(&a->array);
+    free(a);
+  }
+  return pair(new_schema(self), c);
+}
+
+/* A one-chunk stream; private_data is the producer (a strong reference)
+ * until the chunk is handed out, then NULL.  The producer stays alive through
+ * the chunk's own reference. */
+typedef struct {
+  Producer* producer;
+  int done;
+} StreamPrivate;
+
+static int stream_get_schema(struct ArrowArrayStream* st, struct ArrowSchema* out) {
+  fill_schema(((StreamPrivate*)st->private_data)->producer, out);
+  return 0;
+}
+
+static int stream_get_next(struct ArrowArrayStream* st, struct ArrowArray* out) {
+  StreamPrivate* p = st->private_data;
+  if (p->done) {
+    out->release = NULL;
+    return 0;
+  }
+  PyGILState_STATE g = PyGILState_Ensure(); /* fill_array takes a reference */
+  int rc = fill_array(p->producer, out);
+  PyGILState_Release(g);
+  if (rc != 0) return 12; /* ENOMEM */
+  p->done = 1;
+  return 0;
+}
+
+static const char* stream_last_error(struct ArrowArrayStream* st) { return NULL; }
+
+static void stream_release(struct ArrowArrayStream* st) {
+  StreamPrivate* p = st->private_data;
+  PyGILState_STATE g = PyGILState_Ensure();
+  Py_DECREF(p->producer);
+  PyGILState_Release(g);
+  free(p);
+  st->release = NULL;
+}
+
+static void stream_capsule_free(PyObject* c) {
+  struct ArrowArrayStream* st = PyCapsule_GetPointer(c, "arrow_array_stream");
+  if (st->release != NULL) st->release(st);
+  free(st);
+}
+
+static PyObject* producer_stream(Producer* self, PyObject* const* args, Py_ssize_t n,
+                                 PyObject* kw) {
+  struct ArrowArrayStream* st = malloc(sizeof *st);
+  StreamPrivate* p = malloc(sizeof *p);
+  if (st == NULL || p == NULL) {
+    free(st);
+    free(p);
+    return PyErr_NoMemory();
+  }
+  Py_INCREF(self);
+  p->producer = self;
+  p->done = 0;
+  st->get_schema = stream_get_schema;
+  st->get_next = stream_get_next;
+  st->get_last_error = stream_last_error;
+  st->release = stream_release;
+  st->private_data = p;
+  PyObject* c = PyCapsule_New(st, "arrow_array_stream", stream_capsule_free);
+  if (c == NULL) {
+    st->release(st);
+    free(st);
+  }
+  return c;
+}
+
+static PyObject* producer_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  PyObject* obj;
+  if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
+  Producer* self = (Producer*)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  if (PyObject_GetBuffer(obj, &self->view, PyBUF_ND | PyBUF_FORMAT) != 0) {
+    self->view.obj = NULL;
+    Py_DECREF(self);
+    return NULL;
+  }
+  const char* f = self->view.format;
+  if (self->view.ndim == 1 && f[0] == 'd' && f[1] == 0) {
+    self->format = "g";
+  } else if (self->view.ndim == 1 && f[0] == 'f' && f[1] == 0) {
+    self->format = "f";
+  } else {
+    PyErr_SetString(PyExc_TypeError, "the B9 floor producer takes 1-D float32/float64 only");
+    Py_DECREF(self);
+    return NULL;
+  }
+  return (PyObject*)self;
+}
+
+static void producer_dealloc(Producer* self) {
+  if (self->view.obj != NULL) PyBuffer_Release(&self->view);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyMethodDef producer_methods[] = {
+    {"__arrow_c_schema__", (PyCFunction)producer_schema, METH_NOARGS, NULL},
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))producer_array,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))producer_device_array,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"__arrow_c_stream__", (PyCFunction)(void (*)(void))producer_stream,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ProducerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.Producer",
+    .tp_basicsize = sizeof(Producer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = producer_new,
+    .tp_dealloc = (destructor)producer_dealloc,
+    .tp_methods = producer_methods,
+};
+
+/* A variant with only the host array methods: pyarrow reads it through its
+ * (non-device) __arrow_c_array__ import. */
+static PyMethodDef host_methods[] = {
+    {"__arrow_c_schema__", (PyCFunction)producer_schema, METH_NOARGS, NULL},
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))producer_array,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject HostProducerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.HostProducer",
+    .tp_basicsize = sizeof(Producer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = producer_new,
+    .tp_dealloc = (destructor)producer_dealloc,
+    .tp_methods = host_methods,
+};
+
+/* -- consumer ------------------------------------------------------------ */
+
+static void owner_free(PyObject* c) {
+  struct ArrowArray* a = PyCapsule_GetPointer(c, "b9_floor.owner");
+  if (a->release != NULL) a->release(a);
+  free(a);
+}
+
+static PyObject* consume_arrow(PyObject* mod, PyObject* obj) {
+  PyObject* res = PyObject_CallMethod(obj, "__arrow_c_array__", NULL);
+  if (res == NULL) return NULL;
+  if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+    Py_DECREF(res);
+    PyErr_SetString(PyExc_TypeError, "expected a capsule pair");
+    return NULL;
+  }
+  struct ArrowSchema* s = PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 0), "arrow_schema");
+  struct ArrowArray* src = PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 1), "arrow_array");
+  if (s == NULL || src == NULL) {
+    Py_DECREF(res);
+    return NULL;
+  }
+  struct ArrowArray* a = malloc(sizeof *a);
+  if (a == NULL) {
+    Py_DECREF(res);
+    return PyErr_NoMemory();
+  }
+  *a = *src;
+  src->release = NULL; /* moved */
+  Py_DECREF(res);      /* frees the schema */
+  PyObject* owner = PyCapsule_New(a, "b9_floor.owner", owner_free);
+  if (owner == NULL) {
+    if (a->release != NULL) a->release(a);
+    free(a);
+    return NULL;
+  }
+  /* Down the fixed-size list chain (a tensor's cells) to the values. */
+  const struct ArrowArray* leaf = a;
+  while (leaf->n_children == 1 && leaf->children != NULL) leaf = leaf->children[0];
+  if (leaf->n_buffers < 2 || leaf->buffers[1] == NULL) {
+    Py_DECREF(owner);
+    PyErr_SetString(PyExc_ValueError, "no data buffer");
+    return NULL;
+  }
+  return owner;
+}
+
+static PyMethodDef module_methods[] = {
+    {"consume_arrow", consume_arrow, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "b9_floor", NULL, -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit_b9_floor(void) {
+  if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&HostProducerType) < 0) return NULL;
+  PyObject* m = PyModule_Create(&module);
+  if (m == NULL) return NULL;
+  Py_INCREF(&ProducerType);
+  Py_INCREF(&HostProducerType);
+  if (PyModule_AddObject(m, "Producer", (PyObject*)&ProducerType) < 0 ||
+      PyModule_AddObject(m, "HostProducer", (PyObject*)&HostProducerType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
