@@ -225,10 +225,13 @@ void legacy_owner_deleter(DLManagedTensor* self) {
 
 // True while `capsule` still carries the unused name `expected`.  Our own
 // capsules are created with the very pointer `expected`, so the common case
-// is a pointer comparison; strcmp covers a name re-set by someone else.
+// is a pointer comparison; strcmp covers a name re-set by someone else.  A
+// consumer's "used_..." name differs in its first character, which decides
+// without a call into strcmp on every consumed export.
 bool still_unused(PyObject* capsule, const char* expected) {
   const char* name = PyCapsule_GetName(capsule);
-  return name == expected || (name != nullptr && std::strcmp(name, expected) == 0);
+  return name == expected ||
+         (name != nullptr && name[0] == expected[0] && std::strcmp(name, expected) == 0);
 }
 
 // Capsule destructors run when the capsule dies.  The deleter is called only
