@@ -24,6 +24,44 @@ def _base_ns() -> dict:
     }
 
 
+_floor_module: list = []  # the built floor producer module, or why it failed (one build)
+
+
+class _NoFloor:
+    """Stands in for the floor producer when it cannot be built here: the
+    contender is then recorded as unsupported, with why."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __dlpack__(self, **kwargs):
+        raise RuntimeError(self.why)
+
+    def __dlpack_device__(self):
+        raise RuntimeError(self.why)
+
+
+def _floor_producer(a):
+    """``capi/floor_producer.c``'s producer over ``a`` (float64, C order)."""
+    if not _floor_module:
+        try:
+            import pathlib
+
+            import dlpackarray
+            from benchmarks import cases_capi
+
+            src = pathlib.Path(__file__).parent / "capi" / "floor_producer.c"
+            _floor_module.append(
+                cases_capi._compile("floor_producer", src, [dlpackarray.get_include()], [])
+            )
+        except Exception as exc:  # noqa: BLE001 -- recorded as the contender's reason
+            _floor_module.append(f"floor producer not built: {type(exc).__name__}: {exc}")
+    mod = _floor_module[0]
+    if isinstance(mod, str):
+        return _NoFloor(mod)
+    return mod.FloorProducer(a, a.ctypes.data, a.size)
+
+
 def _b1_setup() -> dict:
     import dlpack
     import numpy as np
@@ -40,6 +78,7 @@ def _b1_setup() -> dict:
         t=torch.arange(N, dtype=torch.float64),
         tv=tvm_ffi.from_dlpack(a),
         pa_arr=pa.array(a),
+        fp=_floor_producer(a),
         w=w,
         # pydlpack frees its managed tensor when the use count of its cache
         # entry drops to zero, after which a second export fails: one capsule
@@ -61,6 +100,7 @@ def _b2_setup() -> dict:
         d=ns["DLPackArray"](a),
         t=torch.arange(N, dtype=torch.float64),
         tv=tvm_ffi.from_dlpack(a),
+        fp=_floor_producer(a),
     )
     return ns
 
@@ -206,9 +246,16 @@ def cases() -> list[Case]:
                     "B5's floor in this case's rounds: any export is at least one method "
                     "call and one new object (not a contender)",
                 ),
+                Contender(
+                    "floor: minimal C producer",
+                    f"fp.{EXPORT}",
+                    "capi/floor_producer.c: a C __dlpack__ that reads no keyword and "
+                    "returns a new capsule over one malloc'd block, the least any producer "
+                    "can do (not a contender)",
+                ),
             ],
             anchor="numpy",
-            floor="floor: no-op method + alloc",
+            floor="floor: minimal C producer",
             # Issue 23: <= 0.65x NumPy in the median of nine paired rounds.
             targets=[
                 Target("dlpackarray", "numpy", "<=", 0.65),
@@ -225,8 +272,15 @@ def cases() -> list[Case]:
                 Contender("dlpackarray", "np.from_dlpack(d)"),
                 Contender("torch", "np.from_dlpack(t)"),
                 Contender("tvm-ffi", "np.from_dlpack(tv)"),
+                Contender(
+                    "floor: minimal C producer",
+                    "np.from_dlpack(fp)",
+                    "NumPy's consumer fed by capi/floor_producer.c, the least any producer "
+                    "can cost (not a contender)",
+                ),
             ],
             anchor="numpy",
+            floor="floor: minimal C producer",
             # Issue 23: <= 0.8x NumPy's own producer in the median of nine
             # paired rounds (issue 8 asked 0.9x), and ahead of every other.
             targets=[
