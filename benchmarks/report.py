@@ -39,45 +39,116 @@ def _ratio_cell(r: dict | None) -> str:
     return f"{r['ratio']:.2f}x ({r['q1']:.2f}-{r['q3']:.2f})"
 
 
-def markdown(run: dict) -> str:
+def _paired_cell(r: dict | None, spec_ref: str = "") -> str:
+    if not r or r.get("paired_median") is None:
+        return "-"
+    cell = f"{r['paired_median']:.2f}x ({r['q1']:.2f}-{r['q3']:.2f}; {r['min']:.2f}-{r['max']:.2f})"
+    if r.get("ref") and r["ref"] != spec_ref:
+        cell += f" vs {r['ref']}"  # what "fastest-other" resolved to in that run
+    return cell
+
+
+def _header(run: dict) -> list[str]:
     meta = run["meta"]
-    lines = [
+    versions = meta["versions"]
+    first = [k for k in ("python", "numpy", "torch") if k in versions]
+    rest = [k for k in versions if k not in first]
+    rounds = meta["settings"]["repeats"]
+    return [
         f"# Benchmark run `{meta['name']}`",
         "",
         f"- date: {meta['date']}, mode: {meta['mode']}, command: `{meta['command']}`",
         f"- machine: {meta['machine']}",
-        "- versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        f"- load average: {meta.get('load_average_start', 'not recorded')} at the start, "
+        f"{meta.get('load_average_end', 'not recorded')} at the end",
+        "- versions: " + ", ".join(f"{k} {versions[k]}" for k in first + rest),
         (
-            f"- samples: {meta['settings']['repeats']} per contender "
-            f"({meta['settings']['big_repeats']} for large copies), contenders interleaved; "
-            "times are medians, spread is the interquartile range."
+            f"- samples: {rounds} paired rounds per contender "
+            f"({meta['settings']['big_repeats']} for large copies), contenders interleaved"
+            + (f", {meta['runs']} runs" if meta.get("runs", 1) > 1 else "")
+            + "; times are medians, spread is the interquartile range."
         ),
         (
             "- Ratios are taken within one run: time ratios (ns cases; < 1 is faster than the "
-            "anchor) or throughput ratios (GB/s cases; > 1 is faster). The range in brackets "
-            "is the interquartile range of the per-round paired ratios."
+            "reference) or throughput ratios (GB/s cases; > 1 is faster). Tables give the "
+            "ratio of medians with the interquartile range of the per-round paired ratios in "
+            "brackets; the floor column is the ratio to the case's floor contender (the least "
+            "any implementation could cost on that route), '-' where none is measured."
         ),
-        "",
-        "## Targets",
-        "",
-        "| case | contender | against | ratio or ns/op (IQR) | target | status |",
-        "|---|---|---|---|---|---|",
     ]
-    for case in run["cases"]:
+
+
+def _target_rows(cases: list[dict]) -> list[str]:
+    lines = [
+        "| case | contender | against | ratio or ns/op (IQR) | judged on | target | status |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for case in cases:
         for t in case.get("targets", []):
             unit = " ns" if t.get("kind") == "ns" or t["ref"] == "absolute" else ""
             if "ratio" not in t:
                 cell = "n/a"
             elif unit:
                 cell = f"{t['ratio']:.0f} ns ({t['q1']:.0f}-{t['q3']:.0f})"
+            elif t.get("judged_on") == "paired median":
+                cell = f"{t['paired_median']:.2f}x ({t['q1']:.2f}-{t['q3']:.2f})"
             else:
                 cell = f"{t['ratio']:.2f}x ({t['q1']:.2f}-{t['q3']:.2f})"
             lines.append(
                 f"| {case['name']} | {t['contender']} | {t['ref']} | {cell} | "
-                f"{t['op']} {t['value']}{unit} | {t['status']} |"
+                f"{t.get('judged_on', 'ratio of medians')} | {t['op']} {t['value']}{unit} | "
+                f"{t['status']} |"
             )
+    return lines
+
+
+def runs_summary(run: dict) -> list[dict]:
+    """Per target: its ratio in every run and whether it held in all of them."""
+    rows: dict = {}
+    for k, cases in enumerate(run.get("runs", [run["cases"]])):
+        for case in cases:
+            for t in case.get("targets", []):
+                spec = t.get("target_ref", t["ref"])
+                key = (case["name"], t["contender"], spec, t["op"], t["value"])
+                row = rows.setdefault(
+                    key,
+                    {
+                        "case": case["name"],
+                        "contender": t["contender"],
+                        "ref": spec,
+                        "target": f"{t['op']} {t['value']}",
+                        "runs": [],
+                    },
+                )
+                row["runs"].append(
+                    {k2: t.get(k2) for k2 in ("paired_median", "q1", "q3", "min", "max")}
+                    | {
+                        "ratio": t.get("ratio"),
+                        "status": t["status"],
+                        "run": k + 1,
+                        "ref": t["ref"],
+                    }
+                )
+    out = list(rows.values())
+    for row in out:
+        row["held_in_all"] = all(r["status"] == "met" for r in row["runs"])
+    return out
+
+
+def _floor_line(case: dict) -> str:
+    floor = case.get("floor")
+    if not floor:
+        return "floor: - (no floor contender in this case)"
+    e = case["contenders"].get(floor, {})
+    if "median_ns" not in e:
+        return f"floor: `{floor}` (not measured: {e.get('unsupported', 'missing')})"
+    return f"floor: `{floor}`, {_value(case, e)}"
+
+
+def _case_tables(cases: list[dict]) -> list[str]:
+    lines: list[str] = []
     by_family = defaultdict(list)
-    for case in run["cases"]:
+    for case in cases:
         by_family[case["family"]].append(case)
     for family in sorted(by_family):
         lines += ["", f"## {family}", ""]
@@ -88,26 +159,59 @@ def markdown(run: dict) -> str:
                 continue
             unit = "GB/s" if case["unit"] == "GB/s" else "ns/op"
             lines += [
-                f"anchor: `{case.get('anchor_resolved')}`",
+                f"anchor: `{case.get('anchor_resolved')}`; {_floor_line(case)}",
                 "",
-                f"| contender | statement | median {unit} | spread (IQR) | ratio to anchor |",
-                "|---|---|---|---|---|",
+                f"| contender | statement | median {unit} | spread (IQR) | ratio to anchor "
+                "| ratio to floor |",
+                "|---|---|---|---|---|---|",
             ]
             notes = []
             for label, e in case["contenders"].items():
                 spread = f"±{100 * e['rel_iqr'] / 2:.1f}%" if "rel_iqr" in e else ""
                 ratio = _ratio_cell(e.get("ratio_to_anchor"))
+                floor = _ratio_cell(e.get("ratio_to_floor")) or "-"
                 if "unsupported" in e:
                     ratio = e["unsupported"].replace("|", "\\|").splitlines()[0][:160]
+                    floor = "-"
                 lines.append(
-                    f"| {label} | `{e['stmt']}` | {_value(case, e)} | {spread} | {ratio} |"
+                    f"| {label} | `{e['stmt']}` | {_value(case, e)} | {spread} | {ratio} "
+                    f"| {floor} |"
                 )
                 if e.get("note"):
                     notes.append(f"- {label}: {e['note']}")
             lines += [""] + notes + ([""] if notes else [])
+    return lines
+
+
+def markdown(run: dict) -> str:
+    lines = _header(run) + ["", "## Targets", ""]
+    runs = run.get("runs")
+    if runs:
+        lines += [
+            "Each run: the median of the per-round paired ratios, then in brackets their "
+            "interquartile range and their extremes.",
+            "",
+            "| case | contender | against | target | "
+            + " | ".join(f"run {k + 1}" for k in range(len(runs)))
+            + " | held in all runs |",
+            "|---|---|---|---|" + "---|" * len(runs) + "---|",
+        ]
+        for row in runs_summary(run):
+            cells = " | ".join(_paired_cell(r, row["ref"]) for r in row["runs"])
+            lines.append(
+                f"| {row['case']} | {row['contender']} | {row['ref']} | {row['target']} | "
+                f"{cells} | {'yes' if row['held_in_all'] else 'no'} |"
+            )
+        for k, cases in enumerate(runs):
+            lines += ["", f"# Run {k + 1}", "", "## Targets", ""] + _target_rows(cases)
+            lines += _case_tables(cases)
+    else:
+        lines += _target_rows(run["cases"])
+        lines += _case_tables(run["cases"])
     flat = scaling_summary(run)
     if flat:
         lines += [
+            "",
             "## B7 flatness",
             "",
             "| series | contender | min median | max median | max / min |",

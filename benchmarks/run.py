@@ -2,6 +2,10 @@
 
 Runs every selected case in this one process, contenders interleaved, and
 writes ``<out-dir>/<name>.json``, ``<name>.md`` and ``<name>_*.png``.
+``--rounds N --runs R`` measures each case in N paired rounds, R times over
+(each run sets the case up and calibrates afresh), and reports per run the
+median of the per-round ratios, their spread, and whether every target held
+in all R runs.
 """
 
 from __future__ import annotations
@@ -80,6 +84,13 @@ def _machine() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
 
 
+def _load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1, 5, 15 min)"
+    except OSError:  # not on every platform
+        return "unavailable"
+
+
 def _git_commit() -> str:
     try:
         return subprocess.run(
@@ -108,7 +119,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument("--out-dir", default=RESULTS_DIR, help="where results are written")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="paired rounds per case (one sample of every contender each); targets are "
+        "judged on the median of the per-round ratios",
+    )
+    p.add_argument("--runs", type=int, default=1, help="measure the selection this many times over")
+    args = p.parse_args(argv)
+    if args.rounds is not None and (args.smoke or args.rounds < 1):
+        p.error("--rounds takes a positive count and does not combine with --smoke")
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    return args
 
 
 def _matches(case, wanted: str) -> bool:
@@ -129,7 +153,12 @@ def select(cases, spec: str | None, smoke: bool):
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    settings = Settings.smoke() if args.smoke else Settings.full()
+    if args.smoke:
+        settings = Settings.smoke()
+    elif args.rounds is not None:
+        settings = Settings.rounds(args.rounds)
+    else:
+        settings = Settings.full()
     name = args.name or ("smoke" if args.smoke else time.strftime("%Y-%m-%d"))
     cases = select(all_cases(), args.cases, args.smoke)
     import dlpackarray
@@ -147,6 +176,8 @@ def main(argv=None) -> dict:
             "command": "python -m benchmarks.run "
             + " ".join(sys.argv[1:] if argv is None else argv),
             "machine": _machine(),
+            "load_average_start": _load_average(),
+            "runs": args.runs,
             "git_commit": _git_commit(),
             "versions": _versions(),
             "settings": vars(settings),
@@ -154,18 +185,28 @@ def main(argv=None) -> dict:
         "cases": [],
     }
     t0 = time.perf_counter()
-    for case in cases:
-        t_case = time.perf_counter()
-        record = run_case(case, settings)
-        run["cases"].append(record)
-        summary = ", ".join(
-            f"{k}={report._value(record, e)}" for k, e in record["contenders"].items()
-        )
-        print(
-            f"[{time.perf_counter() - t0:6.1f}s] {case.name} "
-            f"({time.perf_counter() - t_case:.1f}s): {summary}",
-            flush=True,
-        )
+    runs = []
+    for _ in range(args.runs):
+        records = []
+        for case in cases:
+            t_case = time.perf_counter()
+            record = run_case(case, settings)
+            records.append(record)
+            summary = ", ".join(
+                f"{k}={report._value(record, e)}" for k, e in record["contenders"].items()
+            )
+            print(
+                f"[{time.perf_counter() - t0:6.1f}s] {case.name} "
+                f"({time.perf_counter() - t_case:.1f}s): {summary}",
+                flush=True,
+            )
+        runs.append(records)
+    # The first run is the record the single-run tables read; every run's
+    # records are kept when there are several.
+    run["cases"] = runs[0]
+    if args.runs > 1:
+        run["runs"] = runs
+    run["meta"]["load_average_end"] = _load_average()
     run["meta"]["duration_s"] = round(time.perf_counter() - t0, 1)
 
     os.makedirs(args.out_dir, exist_ok=True)

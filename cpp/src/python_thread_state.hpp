@@ -84,8 +84,12 @@ inline bool holds_gil() noexcept {
 #elif PY_VERSION_HEX >= 0x030C0000
   return _PyThreadState_UncheckedGet() != nullptr;
 #else
+  // The holder's state is this thread's when it carries this thread's id
+  // (set by CPython on the thread the state is made for).  Cheaper than
+  // PyGILState_GetThisThreadState's thread-local lookup on every release, and
+  // also right for a sub-interpreter's thread, which that lookup misses.
   PyThreadState* current = _PyThreadState_UncheckedGet();
-  return current != nullptr && current == PyGILState_GetThisThreadState();
+  return current != nullptr && current->thread_id == PyThread_get_thread_ident();
 #endif
 }
 #endif  // Py_LIMITED_API

@@ -2,6 +2,7 @@
 from libcpp.vector cimport vector
 
 from dlpackarray.core cimport TensorView
+from dlpackarray._buffer cimport BufferLayout
 
 
 # The life of a DLPackArray (docs/protocols.rst, "Lifetime"): initialised once,
@@ -29,6 +30,8 @@ cdef class DLPackArray:
     # member, destroyed by the generated tp_dealloc: the class needs no
     # __dealloc__, whose error-state save/restore every array would pay.
     cdef vector[Py_ssize_t] _byte_strides
+    # The request-independent part of buffer exports, made on the first one.
+    cdef BufferLayout _buffer_layout
     cdef tuple _shape
     cdef tuple _strides
     # An ArrayState; C-level only, so Python code cannot forge it.

@@ -686,13 +686,14 @@ cdef class DLPackArray:
         check_ready(self)
         cdef int i
         if self._view.ndim == 0:
-            fill_buffer(buffer, self, &self._view, NULL, flags)
+            fill_buffer(buffer, self, &self._view, NULL, flags, &self._buffer_layout)
             return
         if self._byte_strides.empty():
             self._byte_strides.resize(self._view.ndim)
             for i in range(self._view.ndim):
                 self._byte_strides[i] = byte_stride(self._view, i)
-        fill_buffer(buffer, self, &self._view, self._byte_strides.data(), flags)
+        fill_buffer(buffer, self, &self._view, self._byte_strides.data(), flags,
+                    &self._buffer_layout)
 
     # -- properties -----------------------------------------------------------
     @property

@@ -26,5 +26,17 @@ cdef class BufferOwner:
 
 cdef BufferOwner acquire_buffer(object obj, int flags)
 cdef BufferOwner view_from_buffer(object obj, TensorView* out)
+# What a buffer export of an immutable view needs that does not depend on
+# the request: measured on the first export, read by every later one.
+cdef struct BufferLayout:
+    # 0 until measured: what a zeroed object (tp_alloc, a freelist) holds.
+    bint known
+    bint c_contiguous
+    bint f_contiguous
+    const char* format  # PEP 3118 code, NULL if the dtype has none
+    Py_ssize_t itemsize
+    Py_ssize_t len  # -1: more than int64 bytes (the export raises OverflowError)
+
+
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
-                     Py_ssize_t* byte_strides, int flags) except -1
+                     Py_ssize_t* byte_strides, int flags, BufferLayout* layout) except -1

@@ -234,37 +234,56 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     return owner
 
 
+cdef int _measure(const TensorView* v, BufferLayout* layout) except -1:
+    """Fills ``layout`` once the view was found readable by the host."""
+    require_host_memory(v.device, b"export the data through the buffer protocol")
+    layout.format = pep3118_from_dtype(v.dtype)
+    layout.c_contiguous = is_c_contiguous(v[0])
+    layout.f_contiguous = is_f_contiguous(v[0])
+    layout.itemsize = dtype_itemsize(v.dtype)
+    try:
+        layout.len = view_nbytes(v[0])
+    except OverflowError:
+        layout.len = -1  # raised again where the export reads len
+    layout.known = True
+    return 0
+
+
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
-                     Py_ssize_t* byte_strides, int flags) except -1:
-    """Fills ``buf`` for ``__getbuffer__``; ``byte_strides`` holds v's strides in bytes."""
+                     Py_ssize_t* byte_strides, int flags, BufferLayout* layout) except -1:
+    """Fills ``buf`` for ``__getbuffer__``; ``byte_strides`` holds v's strides
+    in bytes, ``layout`` what earlier exports of ``v`` measured (filled here
+    on the first one).  The checks run in the same order on every export."""
     if (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE and v.readonly:
         raise BufferError("a writable buffer was requested but the array is read-only")
-    require_host_memory(v.device, b"export the data through the buffer protocol")
+    if not layout.known:
+        _measure(v, layout)
     if v.device.device_type != kDLCPU:
         synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
-    cdef const char* fmt = pep3118_from_dtype(v.dtype)
+    cdef const char* fmt = layout.format
     cdef bint simple = (flags & PyBUF_ND) != PyBUF_ND
-    cdef bint c_contig = is_c_contiguous(v[0])
+    cdef bint c_contig = layout.c_contiguous
     if fmt == NULL and not (simple and c_contig):
         raise BufferError(
             f"dtype {dtype_name(v.dtype).decode()} has no PEP 3118 format code; export it "
             "through DLPack instead")
     if (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS and not c_contig:
         raise BufferError("a C-contiguous buffer was requested but the array is not C-contiguous")
-    if (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS and not is_f_contiguous(v[0]):
+    if (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS and not layout.f_contiguous:
         raise BufferError(
             "a Fortran-contiguous buffer was requested but the array is not Fortran-contiguous")
     if (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS and not (
-            c_contig or is_f_contiguous(v[0])):
+            c_contig or layout.f_contiguous):
         raise BufferError("a contiguous buffer was requested but the array is not contiguous")
     if (flags & PyBUF_STRIDES) != PyBUF_STRIDES and not c_contig:
         raise BufferError(
             "the consumer did not ask for strides but the array is not C-contiguous")
-    cdef int64_t itemsize = dtype_itemsize(v.dtype)
+    if layout.len < 0:
+        # OverflowError for a broadcast view of more than int64 bytes: a wrapped
+        # len would let consumers read past the memory.
+        view_nbytes(v[0])
     buf.buf = (<char*>v.data) + v.byte_offset
-    # OverflowError for a broadcast view of more than int64 bytes: a wrapped
-    # len would let consumers read past the memory.
-    buf.len = view_nbytes(v[0])
+    buf.len = layout.len
     buf.readonly = 1 if v.readonly else 0
     buf.suboffsets = NULL
     buf.internal = NULL
@@ -279,7 +298,7 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
         buf.strides = NULL
     else:
         buf.ndim = v.ndim
-        buf.itemsize = itemsize
+        buf.itemsize = layout.itemsize
         buf.format = NULL
         if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
             buf.format = <char*>fmt

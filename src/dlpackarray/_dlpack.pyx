@@ -262,7 +262,8 @@ cdef object request_capsule(object obj, object dl_device, object copy, object st
     raise error
 
 
-cdef inline bint _is_versioned_request(object max_version) except -1:
+cdef bint is_versioned_request(object max_version) except -1:
+    """Whether ``max_version`` asks for the versioned struct (TypeError if malformed)."""
     if max_version is None:
         return False
     if type(max_version) is not tuple or len(<tuple>max_version) != 2:
@@ -328,7 +329,7 @@ cdef bint _check_stream(DLDevice device, object stream) except -1:
 cdef object export_capsule(const TensorView* v, object owner, object stream,
                            object max_version, object dl_device, object copy):
     """``__dlpack__`` for a view whose memory ``owner`` keeps alive."""
-    cdef bint versioned = _is_versioned_request(max_version)
+    cdef bint versioned = is_versioned_request(max_version)
     # A view with a ready stream (CUDA) is ordered even for stream=None.
     if (stream is not None or dl_device is not None or copy is not None
             or v.ready_stream != NULL):

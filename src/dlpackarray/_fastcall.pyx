@@ -6,14 +6,19 @@ generic keyword parser (new references for every default, a lookup table,
 a cleanup loop) cost about as much as building the capsule itself, so the
 method's C function is replaced at import by ``_dlpack_fastcall``: same
 calling convention (METH_FASTCALL | METH_KEYWORDS), same docstring and text
-signature, same errors, and the same ``export_capsule`` doing the work.
+signature, same errors, and the same ``export_capsule`` doing the work --
+except for the commonest request (``max_version`` only, a view with no
+pending stream), which is built here directly: the very capsule
+``export_capsule`` would make, without its keyword checks.
 """
 import sys
 
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
 
+from dlpackarray.core cimport kFlagReadOnly, new_versioned_capsule
 from dlpackarray._internal cimport DLPackArray, check_ready
-from dlpackarray._internal cimport export_capsule
+from dlpackarray._internal cimport export_capsule, is_versioned_request
 
 
 cdef extern from "Python.h":
@@ -68,6 +73,89 @@ cdef inline int _keyword_index(PyObject* name) except -2:
     return -1
 
 
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define DLA_FASTCALL_MEMO 0  /* no GIL orders the slots' writes and reads */
+    #else
+    #define DLA_FASTCALL_MEMO 1
+    #endif
+    """
+    # Whether the slots below are ever filled (never without a GIL).
+    bint DLA_FASTCALL_MEMO
+
+
+# max_version tuples already found to ask for the versioned struct.  Callers
+# nearly always pass one constant tuple (a code object's constant, NumPy's
+# static one), so a pointer comparison decides their requests.  Each is held
+# for good, so its address is never reused by another object, and a slot is
+# filled once and never replaced, so a reader never compares against a freed
+# object.  (A tuple of ints is immutable: the answer cannot change.)
+cdef enum:
+    _SEEN_SLOTS = 4
+cdef PyObject* _versioned_seen[4]
+
+
+cdef inline bint _asks_versioned(PyObject* max_version) except -1:
+    """is_versioned_request(max_version), remembered for the first tuples seen."""
+    cdef int i
+    for i in range(_SEEN_SLOTS):
+        if _versioned_seen[i] == max_version:
+            return True
+    if not is_versioned_request(<object>max_version):
+        return False
+    if not DLA_FASTCALL_MEMO:
+        return True
+    for i in range(_SEEN_SLOTS):
+        if _versioned_seen[i] == NULL:
+            Py_INCREF(<object>max_version)
+            _versioned_seen[i] = max_version
+            break
+    return True
+
+
+# Where each keyword of a kwnames tuple goes, for the first tuples seen: a
+# call site passes one constant tuple (a code object's, NumPy's static one),
+# which is then read without comparing names.  Held and filled like the
+# max_version slots above, for the same reasons (tuples are immutable).
+cdef struct _KeywordLayout:
+    PyObject* names
+    signed char index[4]
+cdef _KeywordLayout _layouts[4]
+
+
+cdef inline int _read_keywords(PyObject** args, PyObject* kwnames,
+                               PyObject** values) except -1:
+    """Stores the keyword values of a call in ``values`` (__dlpack__'s order)."""
+    cdef Py_ssize_t i, n = _names_size(kwnames)
+    cdef int slot, index
+    cdef signed char found[4]
+    for slot in range(_SEEN_SLOTS):
+        if _layouts[slot].names == kwnames:
+            for i in range(n):
+                values[_layouts[slot].index[i]] = args[i]
+            return 0
+    for i in range(n):
+        index = _keyword_index(_names_item(kwnames, i))
+        if index < 0:
+            raise TypeError(
+                f"__dlpack__() got an unexpected keyword argument "
+                f"'{<object>_names_item(kwnames, i)}'")
+        values[index] = args[i]
+        if i < 4:
+            found[i] = <signed char>index
+    if n > 4 or not DLA_FASTCALL_MEMO:
+        return 0  # (more than 4: a name passed twice, by C code)
+    for slot in range(_SEEN_SLOTS):
+        if _layouts[slot].names == NULL:
+            for i in range(n):
+                _layouts[slot].index[i] = found[i]
+            Py_INCREF(<object>kwnames)
+            _layouts[slot].names = kwnames
+            break
+    return 0
+
+
 cdef object _dlpack_fastcall(object self, PyObject** args, Py_ssize_t nargs,
                              PyObject* kwnames):
     """``DLPackArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)``.
@@ -77,20 +165,24 @@ cdef object _dlpack_fastcall(object self, PyObject** args, Py_ssize_t nargs,
     interpreter never passes a name twice.
     """
     cdef PyObject* values[4]
-    cdef Py_ssize_t i
-    cdef int index
     if nargs != 0:
         raise TypeError(f"__dlpack__() takes exactly 0 positional arguments ({nargs} given)")
     values[0] = values[1] = values[2] = values[3] = <PyObject*>None
     if kwnames != NULL:
-        for i in range(_names_size(kwnames)):
-            index = _keyword_index(_names_item(kwnames, i))
-            if index < 0:
-                raise TypeError(
-                    f"__dlpack__() got an unexpected keyword argument "
-                    f"'{<object>_names_item(kwnames, i)}'")
-            values[index] = args[i]
+        _read_keywords(args, kwnames, values)
     check_ready(<DLPackArray>self)
+    cdef PyObject* none = <PyObject*>None
+    # export_capsule's own first check is max_version's, so deciding it first
+    # raises the same error for a malformed one.
+    if (values[0] == none and values[2] == none and values[3] == none
+            and values[1] != none and (<DLPackArray>self)._view.ready_stream == NULL
+            and _asks_versioned(values[1])):
+        # export_capsule's plain request: no stream to order, no device or
+        # copy to apply, so the versioned capsule (READ_ONLY flag as the view).
+        return new_versioned_capsule(
+            (<DLPackArray>self)._view,
+            kFlagReadOnly if (<DLPackArray>self)._view.readonly else 0,
+            <PyObject*>(<DLPackArray>self).owner)
     # Borrowed references: the caller keeps the arguments alive for the call.
     return export_capsule(&(<DLPackArray>self)._view, (<DLPackArray>self).owner,
                           <object>values[0], <object>values[1], <object>values[2],

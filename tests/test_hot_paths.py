@@ -1,0 +1,178 @@
+"""The memos of the hot paths answer as the full paths do.
+
+``DLPackArray.__dlpack__`` remembers the max_version tuples it has validated
+and the keyword layout of the kwnames tuples it has read (src/dlpackarray/
+_fastcall.pyx); a buffer export remembers the request-independent part of the
+layout (_buffer.pyx, BufferLayout).  Each memo is checked here against what a
+first, unremembered call answers: every keyword combination and order, at
+call sites reached twice (the second call reads the memo), and every sequence
+of buffer requests against a fresh array's answer to each.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+from dlpack_ctypes import capsule_name, tensor_fields
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_buffer_protocol import (
+    PyBUF_ANY_CONTIGUOUS,
+    PyBUF_C_CONTIGUOUS,
+    PyBUF_F_CONTIGUOUS,
+    PyBUF_FORMAT,
+    PyBUF_FULL_RO,
+    PyBUF_ND,
+    PyBUF_RECORDS_RO,
+    PyBUF_SIMPLE,
+    PyBUF_STRIDES,
+    PyBUF_WRITABLE,
+    get_buffer,
+)
+
+from dlpackarray import DLPackArray
+
+IS_COPIED = 1 << 1
+READ_ONLY = 1 << 0
+
+MAX_VERSIONS = [None, (0, 1), (1, 0), (1, 3), (2, 0), (1, "x"), [1, 0], (1,), (10**30, 0)]
+KEYWORDS = {
+    "stream": [None, -1, 5],
+    "max_version": MAX_VERSIONS,
+    "dl_device": [None, (1, 0)],
+    "copy": [None, True],
+}
+
+
+def expected(readonly: bool, kwargs: dict):
+    """What __dlpack__ answers for CPU data, from the spec's rules."""
+    mv = kwargs.get("max_version")
+    if mv is not None and (
+        type(mv) is not tuple or len(mv) != 2 or not all(isinstance(x, int) for x in mv)
+    ):
+        return TypeError
+    versioned = mv is not None and mv[0] >= 1
+    if kwargs.get("stream") not in (None, -1):
+        return ValueError
+    copied = kwargs.get("copy") is True
+    readonly = readonly and not copied  # a copy is fresh, writable memory
+    if readonly and not versioned:
+        return BufferError
+    flags = (IS_COPIED if copied else 0) | (READ_ONLY if readonly else 0)
+    return ("dltensor_versioned" if versioned else "dltensor", flags if versioned else None)
+
+
+def answer(call, x):
+    try:
+        cap = call(x)
+    except Exception as exc:  # noqa: BLE001 -- the error type is the answer
+        return type(exc)
+    fields = tensor_fields(cap)
+    return (capsule_name(cap), fields.get("flags"))
+
+
+def call_site(kwargs: dict):
+    """A function whose one call site passes ``kwargs`` as literal keywords, in
+    this order, so that the interpreter hands over one constant kwnames tuple
+    and one constant max_version tuple on every call."""
+    names = list(kwargs)
+    src = "def f(x, {}):\n    return x.__dlpack__({})\n".format(
+        ", ".join(names), ", ".join(f"{n}={n}" for n in names)
+    )
+    ns: dict = {}
+    exec(compile(src, "<call site>", "exec"), ns)  # noqa: S102 -- test-made source
+    return lambda x: ns["f"](x, **kwargs)
+
+
+def test_every_keyword_order_and_value_at_a_call_site_reached_twice():
+    sources = [np.arange(6.0), np.arange(6.0)]
+    sources[1].flags.writeable = False
+    checked = 0
+    for r in range(len(KEYWORDS) + 1):
+        for names in itertools.permutations(KEYWORDS, r):
+            for values in itertools.product(*(KEYWORDS[n] for n in names)):
+                kwargs = dict(zip(names, values, strict=True))
+                call = call_site(kwargs)
+                for src in sources:
+                    x = DLPackArray(src)
+                    want = expected(not src.flags.writeable, kwargs)
+                    # First call fills the memos, second reads them.
+                    assert answer(call, x) == want, kwargs
+                    assert answer(call, x) == want, kwargs
+                    checked += 1
+    assert checked > 1000
+
+
+def test_a_remembered_tuple_never_answers_for_another():
+    x = DLPackArray(np.arange(3.0))
+    for _ in range(3):
+        assert capsule_name(x.__dlpack__(max_version=(1, 3))) == "dltensor_versioned"
+        assert capsule_name(x.__dlpack__(max_version=(0, 9))) == "dltensor"
+        assert capsule_name(x.__dlpack__()) == "dltensor"
+        for bad in ((1, 2, 3), (1.0, 0), ("1", 0)):
+            try:
+                x.__dlpack__(max_version=bad)
+            except TypeError:
+                pass
+            else:
+                raise AssertionError(f"max_version={bad!r} was accepted")
+    # Tuples built at run time (a new object each call) take the full check.
+    for major in range(0, 4):
+        want = "dltensor_versioned" if major >= 1 else "dltensor"
+        assert capsule_name(x.__dlpack__(max_version=(major, int("0")))) == want
+
+
+FLAGS = [
+    PyBUF_SIMPLE,
+    PyBUF_SIMPLE | PyBUF_FORMAT,
+    PyBUF_WRITABLE,
+    PyBUF_ND,
+    PyBUF_ND | PyBUF_FORMAT,
+    PyBUF_STRIDES,
+    PyBUF_C_CONTIGUOUS,
+    PyBUF_F_CONTIGUOUS,
+    PyBUF_ANY_CONTIGUOUS,
+    PyBUF_RECORDS_RO,
+    PyBUF_RECORDS_RO | PyBUF_WRITABLE,
+    PyBUF_FULL_RO,
+]
+
+
+def _sources():
+    base = np.arange(24, dtype=np.int16).reshape(4, 6)
+    ro = np.arange(6.0)
+    ro.flags.writeable = False
+    return {
+        "c": base,
+        "f": np.asfortranarray(base),
+        "strided": base[:, ::2],
+        "0-d": np.array(3.5),
+        "readonly": ro,
+        "bool": np.array([True, False]),
+        "bfloat16": np.arange(4, dtype=ml_dtypes.bfloat16),
+        "bfloat16-strided": np.arange(8, dtype=ml_dtypes.bfloat16)[::2],
+        "broadcast": np.broadcast_to(np.arange(3.0), (5, 3)),
+    }
+
+
+def buffer_answer(x, flags):
+    try:
+        info = get_buffer(x, flags)
+    except Exception as exc:  # noqa: BLE001 -- the error is the answer
+        return (type(exc), str(exc))
+    info.pop("buf")
+    return info
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    source=st.sampled_from(sorted(_sources())),
+    requests=st.lists(st.sampled_from(FLAGS), min_size=1, max_size=6),
+)
+def test_buffer_requests_in_any_order_answer_as_on_a_fresh_array(source, requests):
+    src = _sources()[source]
+    x = DLPackArray(src)
+    for flags in requests:
+        assert buffer_answer(x, flags) == buffer_answer(DLPackArray(src), flags), flags
