@@ -47,8 +47,8 @@ def test_every_extension_module_links_the_one_core_library():
             [readelf, "-W", "--dyn-syms", str(ext)], capture_output=True, text=True, check=True
         ).stdout
         # No module carries a copy of the core: every dla:: symbol it uses is
-        # undefined in it (resolved from the one library).  A module that uses
-        # none (_fastcall only re-dispatches __dlpack__) needs no link at all.
+        # undefined in it (resolved from the one library); a module that uses
+        # none needs no link at all.
         core_symbols = [line for line in symbols.splitlines() if "_ZN3dla" in line]
         assert all(" UND " in line for line in core_symbols), f"{ext.name} defines dla:: code"
         if core_symbols:

@@ -2,7 +2,7 @@
 from libcpp.vector cimport vector
 
 from dlpackarray.core cimport TensorView
-from dlpackarray._buffer cimport BufferLayout
+from dlpackarray._buffer_layout cimport BufferLayout
 
 
 # The life of a DLPackArray (docs/protocols.rst, "Lifetime"): initialised once,

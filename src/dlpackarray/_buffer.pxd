@@ -2,6 +2,7 @@
 from cpython.buffer cimport Py_buffer
 from cpython.object cimport PyObject
 from dlpackarray.core cimport TensorView
+from dlpackarray._buffer_layout cimport BufferLayout
 
 
 # no_gc_clear (the decorator is on the class in _buffer.pyx, where Cython
@@ -26,16 +27,6 @@ cdef class BufferOwner:
 
 cdef BufferOwner acquire_buffer(object obj, int flags)
 cdef BufferOwner view_from_buffer(object obj, TensorView* out)
-# What a buffer export of an immutable view needs that does not depend on
-# the request: measured on the first export, read by every later one.
-cdef struct BufferLayout:
-    # 0 until measured: what a zeroed object (tp_alloc, a freelist) holds.
-    bint known
-    bint c_contiguous
-    bint f_contiguous
-    const char* format  # PEP 3118 code, NULL if the dtype has none
-    Py_ssize_t itemsize
-    Py_ssize_t len  # -1: more than int64 bytes (the export raises OverflowError)
 
 
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
