@@ -539,7 +539,7 @@ def check(obj, rec: Recorder) -> None:
                 box = _fresh_capsule(obj, method, name)
                 if box and struct is _abi.ArrowDeviceArrayStream:
                     _check_device_stream(rec, obj, box)
-                box = None
+                del box
     for method in (
         "__arrow_c_array__",
         "__arrow_c_stream__",
