@@ -112,6 +112,9 @@ def find_chromium() -> str:
     )
 
 
+SANITIZER_ENV = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+
+
 def chromium(browser: str, profile: str, width: int, *args: str) -> subprocess.CompletedProcess:
     cmd = [
         browser,
@@ -127,7 +130,10 @@ def chromium(browser: str, profile: str, width: int, *args: str) -> subprocess.C
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.insert(2, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    # The sanitizer stage runs the suite with LD_PRELOAD=libasan and ASAN_OPTIONS set for
+    # Python; preloaded into Chromium (not our code), that runtime hangs the browser.
+    env = {k: v for k, v in os.environ.items() if k not in SANITIZER_ENV}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False, env=env)
 
 
 def measure(browser: str, profile: str, page: Path, width: int) -> dict:
