@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
+from dlpackarray.testing._abi import PyBuffer
 
 # --- ctypes access to PyObject_GetBuffer with explicit flags -----------------
 PyBUF_SIMPLE = 0
@@ -30,20 +31,8 @@ PyBUF_RECORDS_RO = PyBUF_STRIDES | PyBUF_FORMAT
 PyBUF_FULL_RO = PyBUF_INDIRECT | PyBUF_FORMAT
 
 
-class Py_buffer(ctypes.Structure):
-    _fields_ = [
-        ("buf", ctypes.c_void_p),
-        ("obj", ctypes.c_void_p),
-        ("len", ctypes.c_ssize_t),
-        ("itemsize", ctypes.c_ssize_t),
-        ("readonly", ctypes.c_int),
-        ("ndim", ctypes.c_int),
-        ("format", ctypes.c_char_p),
-        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("internal", ctypes.c_void_p),
-    ]
+# CPython's Py_buffer layout, declared once (dlpackarray.testing's probes use it too).
+Py_buffer = PyBuffer
 
 
 _get_buffer = ctypes.PyDLL(None).PyObject_GetBuffer
