@@ -43,6 +43,7 @@ def run_scenario(name, driver, extra_env=None):
         "dlpack_export_to_cpu_is_a_copy",
         "device_copy_stays_on_device",
         "pinned_and_managed_synchronise_before_host_reads",
+        "pinned_reported_as_cpu_by_its_capsule_is_waited_for",
         "dlpack_import_passes_the_consumer_stream",
         "export_orders_streams_exactly",
         "random_views_copy_to_host_exactly",

@@ -290,11 +290,18 @@ cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, o
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only, object stream=None) except -1:
-    """Fills ``self`` from ``obj`` following the documented protocol precedence."""
+    """Fills ``self`` from ``obj`` following the documented protocol precedence.
+
+    Returns 1 when ``stream`` was already checked against the producer's own
+    device and must not be checked against the view's again (a pinned torch
+    tensor: see ready_after_request), else 0.
+    """
     cdef DLPackArray other
     cdef const DLPackExchangeAPI* api
     cdef bint copied = False
     cdef type t = type(obj)
+    cdef int pinned_device = -1
+    cdef int stream_checked
     _check_copy_arg(copy)
     if t is DLPackArray or isinstance(obj, DLPackArray):
         other = <DLPackArray>obj
@@ -335,7 +342,7 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         # was given, so its pending work is ordered (docs/cuda.md).  An exact
         # ndarray is host memory: no __dlpack_device__ round trip for it.
         stream_arg = producer_stream_argument(obj, stream, dl_device,
-                                              <object>t is _ndarray_type())
+                                              <object>t is _ndarray_type(), &pinned_device)
         try:
             capsule = request_capsule(obj, dl_device, copy, stream_arg)
         except (BufferError, TypeError) as e:
@@ -354,12 +361,13 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             return 0
         self.owner = view_from_capsule(capsule, &self._view, &copied)
         try:
-            ready_after_request(&self._view, stream_arg)
+            stream_checked = ready_after_request(&self._view, stream_arg, pinned_device)
         except BaseException:
             self.owner = None
             release_adopted(capsule)
             raise
-        return _finish_capsule_import(self, capsule, copy, device, copied)
+        _finish_capsule_import(self, capsule, copy, device, copied)
+        return stream_checked
     if dlpack_only:
         raise AttributeError(
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "
@@ -544,6 +552,7 @@ cdef class DLPackArray:
         _reset_placeholder(self)
 
     def __init__(self, obj, /, *, copy=None, device=None, stream=None):
+        cdef int checked
         if self._state != kUninitialised:
             # Exports of a ready array point into its descriptor; a failed or
             # running initialisation is not restartable either (a source's
@@ -561,9 +570,9 @@ cdef class DLPackArray:
         # half-written descriptor: the import may fill self directly.
         self._state = kInitialising
         try:
-            _import_into(self, obj, copy, device, False, stream)
+            checked = _import_into(self, obj, copy, device, False, stream)
             if stream is not None:
-                adopt_consumer_stream(&self._view, stream, device is not None)
+                adopt_consumer_stream(&self._view, stream, device is not None or checked)
         except BaseException:
             # Drop the source's memory now and never expose a half-written
             # descriptor: the object stays unusable for good.
@@ -1127,10 +1136,11 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
         If ``x`` is Arrow data with nulls (the message counts them).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    cdef int checked
     a._state = kInitialising
-    _import_into(a, x, copy, device, True, stream)
+    checked = _import_into(a, x, copy, device, True, stream)
     if stream is not None:
-        adopt_consumer_stream(&a._view, stream, device is not None)
+        adopt_consumer_stream(&a._view, stream, device is not None or checked)
     a._state = kReady
     return a
 

@@ -23,8 +23,8 @@ cdef int wait_arrow_sync_event(DLDevice d, void* sync_event) except -1
 cdef int copy_device_to_host_into(const TensorView* src, void* dst) except -1
 cdef DeviceOwner copy_on_device_into(const TensorView* src, TensorView* dst, object source)
 cdef object producer_stream_argument(object producer, object stream, object dl_device,
-                                     bint host_only)
-cdef int ready_after_request(TensorView* v, object stream_arg) except -1
+                                     bint host_only, int* pinned_device)
+cdef int ready_after_request(TensorView* v, object stream_arg, int pinned_device) except -1
 cdef int ready_after_bare_capsule(TensorView* v) except -1
 cdef DeviceOwner copy_host_bytes_to_device(const void* src, Py_ssize_t nbytes, int device_id)
 cdef int adopt_consumer_stream(TensorView* v, object stream, bint moved) except -1

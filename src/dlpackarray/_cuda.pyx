@@ -207,7 +207,7 @@ cdef object _device_of_producer(object producer, bint required):
 
 
 cdef object producer_stream_argument(object producer, object stream, object dl_device,
-                                     bint host_only):
+                                     bint host_only, int* pinned_device):
     """The ``stream`` to pass to ``producer.__dlpack__`` (None: none passed).
 
     A CUDA producer is always asked with a stream, so that its pending work
@@ -221,8 +221,12 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     its device instead.  A request for CPU data (``dl_device``) passes none:
     the producer must then synchronise itself (DLPack spec).  ``host_only``:
     the producer's type is known to export CPU data only (no query).
+    ``pinned_device`` is set to the device id of a producer that reports
+    pinned memory and is not asked with -1 (else -1): ready_after_request
+    waits for that device even when the capsule calls the data CPU.
     """
     cdef DLDevice d
+    pinned_device[0] = -1
     if stream is not None and not isinstance(stream, int):
         raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
     if stream is None:
@@ -248,6 +252,7 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     if stream is not None and stream == -1:
         return -1
     if d.device_type == kDLCUDAHost:
+        pinned_device[0] = d.device_id
         return None
     if dl_device is not None and (<tuple>dl_device)[0] == kDLCPU:
         return None
@@ -256,8 +261,14 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     return stream
 
 
-cdef int ready_after_request(TensorView* v, object stream_arg) except -1:
+cdef int ready_after_request(TensorView* v, object stream_arg, int pinned_device) except -1:
     """Sets the token of data a DLPack producer exported for ``stream_arg``.
+
+    Returns 1 when the producer reported pinned memory (``pinned_device``,
+    from producer_stream_argument) and its capsule calls the data CPU, as
+    torch's does: the device is waited for here and the consumer's stream
+    was already checked against the pinned device (a CPU view would refuse
+    it); else 0.
 
     The producer made the data ready on the stream it was given.  Given
     none (or a DLPack 1.0-era producer without ``__dlpack_device__``), its
@@ -265,6 +276,13 @@ cdef int ready_after_request(TensorView* v, object stream_arg) except -1:
     None, and its pinned memory is waited for on the host: nothing says on
     which stream its work is, so the whole device is synchronised once.
     """
+    if pinned_device >= 0 and v.device.device_type == kDLCPU:
+        # torch: __dlpack_device__ says CUDA_HOST, the capsule says CPU, and a
+        # non-blocking copy into the tensor may still be running.  Without a
+        # driver no work can be pending (nor was the memory pinned by CUDA).
+        if view_size(v[0]) != 0 and driver_available():
+            synchronize_device(pinned_device)
+        return 1
     if not is_cuda_family(v.device):
         return 0
     if stream_arg is None:

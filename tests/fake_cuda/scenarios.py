@@ -280,6 +280,55 @@ def pinned_and_managed_synchronise_before_host_reads():
             assert "cuStreamSynchronize stream=0x6000" in f.calls("cuStreamSynchronize"), read
 
 
+class TorchPinnedProducer:
+    """torch's pinned tensor: ``__dlpack_device__`` says CUDA_HOST, the capsule
+    says CPU, and any stream but None and -1 raises AssertionError."""
+
+    def __init__(self, f, src):
+        self.ptr = f.device_array(src, kind=KIND_HOST)
+        self.src = src
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return (int(DLDeviceType.CPU_PINNED), 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        assert stream in (None, -1), stream
+        self.streams.append(stream)
+        p = dc.Producer(None, shape=self.src.shape, strides=None,
+                        dtype=dc.numpy_dl_dtype(self.src.dtype), data=self.ptr,
+                        device=(dc.KDL_CPU, 0))  # fmt: skip
+        return p.capsule()
+
+
+def pinned_reported_as_cpu_by_its_capsule_is_waited_for():
+    # The real-GPU run of tests/test_cuda_gpu.py caught this: a pinned torch
+    # tensor filled by a non-blocking copy was read before the copy ended,
+    # because its capsule calls the memory CPU.
+    f = fake()
+    src = np.arange(6, dtype=np.float32)
+    for stream in (None, 1, 2, 0x6000):
+        for consume, extra in ((DLPackArray, {}), (dlpackarray.from_dlpack, {}),
+                               (DLPackArray, {"device": "cpu"})):  # fmt: skip
+            p = TorchPinnedProducer(f, src)
+            f.clear()
+            x = consume(p, stream=stream, **extra)
+            assert p.streams == [None], (stream, p.streams)
+            assert f.calls("cuCtxSynchronize") == ["cuCtxSynchronize dev=0"], (stream, f.log())
+            assert x.device == (DLDeviceType.CPU, 0) and x.data_ptr == p.ptr
+            np.testing.assert_array_equal(np.asarray(x), src)
+    # -1: the consumer takes charge of the ordering (DLPack spec): no wait.
+    p = TorchPinnedProducer(f, src)
+    f.clear()
+    DLPackArray(p, stream=-1)
+    assert p.streams == [-1] and not f.calls("cuCtxSynchronize"), f.log()
+    # Nothing to wait for in an empty tensor.
+    p = TorchPinnedProducer(f, np.zeros(0, dtype=np.float32))
+    f.clear()
+    DLPackArray(p)
+    assert not f.calls("cuCtxSynchronize"), f.log()
+
+
 class FakeProducer:
     """A DLPack producer on fake CUDA memory that records the stream it is given."""
 

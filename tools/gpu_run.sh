@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The real-GPU checks, as one script for a lent GPU machine (docs/gpu_results.md).
+#
+#   tools/gpu_run.sh WHEEL OUTDIR
+#
+# WHEEL is a dlpackarray wheel built for that machine's python3 (it has no
+# registry: build the wheel beside the repository and carry it).  Each step
+# writes its own log to OUTDIR and a failing step does not stop the next: one
+# lease has to bring back every result.
+set -uo pipefail
+wheel=$1
+out=$2
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+py=python3
+
+step() { echo "== $* ($(date +%T))"; }
+
+step "machine"
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    $py -c 'import sys, numpy, torch, cupy; print(sys.version.split()[0], "numpy", numpy.__version__, "torch", torch.__version__, "cupy", cupy.__version__)'
+} 2>&1 | tee "$out/machine.txt"
+
+step "install"
+$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$wheel" || exit 1
+export PYTHONPATH=/tmp/site
+$py -c 'import dlpackarray; print("dlpackarray", dlpackarray.__version__)' | tee -a "$out/machine.txt"
+
+step "tests/test_cuda_gpu.py"
+timeout 240 $py -m pytest -p no:cacheprovider -v -rs tests/test_cuda_gpu.py \
+    2>&1 | tee "$out/test_cuda_gpu.log" | tail -60
+
+step "B11"
+timeout 120 $py -m benchmarks.gpu_b11 --out "$out/b11.md" 2>&1 | tail -20
+
+step "conformance of CUDA producers"
+conform() {
+    local name=$1 expr=$2
+    timeout 60 $py -m dlpackarray conform --isolate --json "$expr" >"$out/conform_$name.json" 2>&1
+    $py - "$out/conform_$name.json" "$name" <<'EOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except ValueError:
+    print(sys.argv[2], "no report:", open(sys.argv[1]).read()[-400:])
+    raise SystemExit
+print(sys.argv[2], r["subject"], r["counts"])
+for x in r["results"]:
+    if x["status"] == "fail":
+        print("   FAIL", x["rule"], "-", x["message"][:200])
+EOF
+}
+conform cupy "__import__('cupy').arange(12, dtype='float32').reshape(3, 4)"
+conform torch_cuda "torch.arange(12, dtype=torch.float32, device='cuda').reshape(3, 4)"
+conform dlpackarray_cuda "dla.DLPackArray(torch.arange(12, dtype=torch.float32, device='cuda').reshape(3, 4))"
+conform jax_gpu "jnp.arange(12, dtype=jnp.float32).reshape(3, 4)"
+conform numba_cuda "__import__('numba.cuda').cuda.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))"
+
+step "the CUDA-adjacent test files (fake driver beside a real one)"
+timeout 180 $py -m pytest -p no:cacheprovider -q -rs tests/test_cuda_fake.py tests/test_cuda_streams.py \
+    tests/test_cuda_abi.py tests/test_cuda_driver_layer.py tests/test_fake_cuda_model.py \
+    tests/test_arrow_cuda.py tests/test_pickle_cuda.py 2>&1 | tee "$out/test_cuda_fake.log" | tail -15
+
+step "the whole suite, 12 workers (this image's numpy/torch/jax versions)"
+timeout 200 $py -m pytest -p no:cacheprovider -q -rs -n 12 tests 2>&1 | tee "$out/suite.log" | tail -40
+step "done"
