@@ -344,6 +344,33 @@ def test_torch_state_the_table_cannot_carry_takes_dunder_dlpack(torch, make):
     assert type(ct).calls == 2, "the refusal must come from torch's __dlpack__"
 
 
+def test_torch_pinned_tensor_takes_dunder_dlpack_where_cuda_is_initialised(torch, monkeypatch):
+    # The real-GPU run found a pinned tensor read before its non-blocking copy
+    # ended: the table labels pinned memory CPU and never synchronises.  Where
+    # torch's CUDA state is initialised, a pinned tensor takes __dlpack__ (its
+    # __dlpack_device__ says CUDA_HOST, which is waited for); elsewhere
+    # is_pinned() is not even asked.  torch's CPU wheel cannot pin, so
+    # is_pinned() is stubbed on a subclass.
+    asked = []
+
+    class Pinned(type(_counting_tensor(torch, torch.zeros(1)))):
+        calls = 0
+
+        def is_pinned(self, *args):
+            asked.append(1)
+            return True
+
+    t = torch.arange(6.0).as_subclass(Pinned)
+    monkeypatch.setattr(torch.cuda, "_initialized", False, raising=False)
+    for convert in (DLPackArray, from_dlpack):
+        assert convert(t).tolist() == list(range(6))
+    assert Pinned.calls == 0 and asked == [], "no CUDA state: the table, no is_pinned()"
+    monkeypatch.setattr(torch.cuda, "_initialized", True)
+    for convert in (DLPackArray, from_dlpack):
+        assert convert(t).tolist() == list(range(6))
+    assert Pinned.calls == 2 and len(asked) >= 2, "pinned: torch's __dlpack__ path"
+
+
 def test_torch_negative_bit_is_refused_not_exported_as_wrong_values(torch):
     # torch 2.13 exports a negated view's stored bytes through __dlpack__ and its
     # table alike (np.from_dlpack then shows the un-negated numbers).

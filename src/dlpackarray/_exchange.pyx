@@ -159,7 +159,7 @@ cdef object view_from_exchange(const DLPackExchangeAPI* api, object obj, TensorV
 # tensors that require gradients or are conjugated take the __dlpack__ path,
 # which refuses them with torch's own message; negated ones are refused here.
 # Three attribute reads (~0.1 us) against the several microseconds the table
-# saves.
+# saves; pinned tensors (below) add an is_pinned() query where CUDA is in use.
 cdef object _torch_tensor_type = None
 
 
@@ -179,7 +179,27 @@ cdef bint _torch_state_not_in_table(object obj, type t) except -1:
             "this torch tensor has its negative bit set (a lazily negated view, e.g. the "
             "imaginary part of a conjugated tensor): neither torch's DLPack export nor its C "
             "exchange table applies the negation; call resolve_neg() first")
-    return bool(obj.requires_grad) or bool(obj.is_conj())
+    if obj.requires_grad or obj.is_conj():
+        return True
+    # A pinned tensor leaves the table labelled CPU, and the table never
+    # synchronises: a non-blocking copy into it may still be running (seen on
+    # an H100).  Its __dlpack_device__ says CUDA_HOST, which the __dlpack__
+    # path waits for (ready_after_request).  Pinning needs torch's CUDA state,
+    # so processes that never initialised it skip the is_pinned() query.
+    return _torch_cuda_initialised() and bool(obj.is_pinned())
+
+
+cdef object _torch_cuda = None
+
+
+cdef bint _torch_cuda_initialised() except -1:
+    global _torch_cuda
+    if _torch_cuda is None:
+        _torch_cuda = sys.modules.get("torch.cuda")
+        if _torch_cuda is None:
+            return False
+    # A torch without the flag: ask every time rather than miss pinned memory.
+    return bool(getattr(_torch_cuda, "_initialized", True))
 
 
 cdef extern from "Python.h":
