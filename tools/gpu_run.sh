@@ -29,8 +29,32 @@ export PYTHONPATH=/tmp/site
 $py -c 'import dlpackarray; print("dlpackarray", dlpackarray.__version__)' | tee -a "$out/machine.txt"
 
 step "tests/test_cuda_gpu.py"
-timeout 240 $py -m pytest -p no:cacheprovider -v -rs tests/test_cuda_gpu.py \
-    2>&1 | tee "$out/test_cuda_gpu.log" | tail -60
+JAX_PLATFORMS=cuda,cpu timeout 240 $py -m pytest -p no:cacheprovider -v -rs \
+    tests/test_cuda_gpu.py 2>&1 | tee "$out/test_cuda_gpu.log" | tail -60
+
+step "torch pinned memory and stream values, each in a fresh process"
+$py - <<'EOF2' 2>&1 | tee "$out/facts.txt"
+import torch, dlpackarray as dla
+t = torch.zeros(4).pin_memory()
+print("torch.cuda._initialized after pin_memory():", torch.cuda._initialized)
+print("pinned __dlpack_device__():", t.__dlpack_device__())
+print("pinned capsule device:", dla.DLPackArray(t.__dlpack__()).device)
+EOF2
+for lib in torch jax cupy; do
+    for s in 0 -2 2; do
+        case $lib in
+        torch) mk="import torch; x = torch.zeros(4, device='cuda')" ;;
+        jax) mk="import jax.numpy as jnp; x = jnp.zeros(4)" ;;
+        cupy) mk="import cupy; x = cupy.zeros(4)" ;;
+        esac
+        JAX_PLATFORMS=cuda timeout 60 $py -c "$mk
+try:
+    x.__dlpack__(stream=$s); print('accepted')
+except Exception as e:
+    print('refused', type(e).__name__, str(e)[:80])" >/tmp/o 2>&1
+        echo "$lib __dlpack__(stream=$s): exit $? $(tail -c 200 /tmp/o | tr '\n' ' ')" | tee -a "$out/facts.txt"
+    done
+done
 
 step "B11"
 timeout 120 $py -m benchmarks.gpu_b11 --out "$out/b11.md" 2>&1 | tail -20
