@@ -96,7 +96,8 @@ class Made:
             a.flags.writeable = False
         self.a = a
         self.bugs = bugs
-        if self._home()[0] == _abi.KDL_CPU:
+        if self._home()[0] == _abi.KDL_CPU or bugs.get("host_interface"):
+            # host_interface: a "device" tensor describing its device pointer as host memory
             self.__array_interface__ = a.__array_interface__
         if "cai_stream" in bugs:  # the producer's own stream, named by its CUDA interface
             self.__cuda_array_interface__ = {
@@ -118,6 +119,11 @@ class Made:
         """The spec's stream table (reference/dlpack_python_spec.md § stream), with the
         bugs switched on."""
         b = self.bugs
+        if stream is not None and stream == b.get("segfault_stream"):
+            # A producer that takes any int as a stream handle and crashes on a bad one.
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSEGV)
         kind = self._home()[0]
         if stream in b.get("refuse_streams", ()):
             raise BufferError(f"stream={stream} not supported")
@@ -445,14 +451,30 @@ def _twice(capsule, kept):
 
 class ArrowCudaArray(ArrowArray):
     """A pretend CUDA device array over pyarrow's host buffers (never read as device
-    memory) whose sync_event points to an event handle: a made-up value, never used."""
+    memory) whose sync_event points to an event handle: a made-up value, never used.
+    Its CPU method refuses the "device" data, unless bug "host-method": then it exports
+    the very buffers its ``__cuda_array_interface__`` calls device memory."""
 
     def __init__(self, bug=None):
         super().__init__(bug)
         self.event = ctypes.c_void_p(0 if bug == "null-event" else 0xE7E7)
+        values = self.pa.buffers()[1].address
+        self.__cuda_array_interface__ = {
+            "shape": (3,),
+            "typestr": "<i8",
+            "data": (values, False),
+            "version": 3,
+            "strides": None,
+            "stream": None,
+        }
 
     def __dlpack_device__(self):
         return (_abi.KDL_CUDA, 0)
+
+    def __arrow_c_array__(self, requested_schema=None):
+        if self.bug != "host-method":
+            raise BufferError("the data is on device CUDA:0")
+        return super().__arrow_c_array__(requested_schema)
 
     def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
         s, a = super().__arrow_c_device_array__(requested_schema, **kwargs)
@@ -551,6 +573,27 @@ class ArrowDeviceStream:
             return c
         self.kept.append(c)
         return _rename(c, "arrow_device_stream")
+
+
+class DeviceBytes(bytearray):
+    """Host bytes that call themselves CUDA memory (``__dlpack_device__`` and
+    ``__cuda_array_interface__`` name them) yet export the buffer protocol over them:
+    the device-pointer leak of a host-only protocol (never read as device memory)."""
+
+    def __init__(self):
+        super().__init__(range(16))
+        self.keep = (ctypes.c_char * 16).from_buffer(self)
+        self.__cuda_array_interface__ = {
+            "shape": (16,),
+            "typestr": "|u1",
+            "data": (ctypes.addressof(self.keep), False),
+            "version": 3,
+            "strides": None,
+            "stream": None,
+        }
+
+    def __dlpack_device__(self):
+        return (_abi.KDL_CUDA, 0)
 
 
 # -- DLPack C exchange API ----------------------------------------------------------------
@@ -677,6 +720,10 @@ CORPUS = [
     ("dlpack.stream.refusal-error-type", lambda: Made(stream_error=BufferError)),
     ("dlpack.stream.refusal-error-type", lambda: Made(cuda=True, stream_error=TypeError)),
     ("dlpack.deleter.without-gil", lambda: Made(gil_deleter=True)),
+    # host-only protocols on device data
+    ("buffer.device-data", lambda: DeviceBytes()),
+    ("array-interface.device-data", lambda: Made(cuda=True, host_interface=True)),
+    ("arrow.host-methods.device-data", lambda: ArrowCudaArray("host-method")),
     # __array_interface__ / __array_struct__
     ("array-interface.dict", lambda: Interface(typestr=None)),
     ("array-interface.version", lambda: Interface(version=2)),

@@ -217,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--isolate", action="store_true", help="probe in a child interpreter")
     parser.add_argument("--write", metavar="DIR", help="write DIR/conformance.{json,md}")
     parser.add_argument("--check", metavar="DIR", help="verify DIR/conformance.{json,md}")
+    # The isolated child's side of check_conformance(isolate=True) (testing/_isolate.py).
+    parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--skip", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.write or args.check:
         doc = generate()
@@ -247,7 +250,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     protocols = args.protocols.split(",") if args.protocols else None
     if args.isolate:
         report = check_conformance(args.expr, protocols=protocols, isolate=True)
+    elif args.trace:
+        report = _traced(args.expr, protocols, [t for t in args.skip.split(",") if t])
     else:
         report = check_conformance(load(args.expr), protocols=protocols)
     print(report.to_json() if args.json else report)
+    sys.stdout.flush()  # before a crash at interpreter exit can lose it
     return 0 if report.ok else 1
+
+
+def _traced(expr: str, protocols, skip):
+    """Probe announcements and a crash's Python traceback (this thread's) on stderr."""
+    import faulthandler
+
+    from dlpackarray.cli.inspect import load
+    from dlpackarray.testing import _check, report
+
+    faulthandler.enable(all_threads=False)
+    report.TRACE = sys.stderr
+    report.note("load", None, f"evaluating {expr}")
+    return _check(load(expr), protocols, skip)

@@ -10,14 +10,12 @@ needed.  See docs/testing.md.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterable
 
+from dlpackarray.testing import _common, arrow, buffer, cuda, dlpack, exchange, host_only, report
 from dlpackarray.testing import array_interface as _ai
-from dlpackarray.testing import arrow, buffer, cuda, dlpack, exchange
+from dlpackarray.testing._isolate import run_isolated
 from dlpackarray.testing.report import (
-    FAIL,
     NOT_APPLICABLE,
     ConformanceReport,
     Recorder,
@@ -38,14 +36,6 @@ _PROCESS = rule_table(
         ),
     ],
 )
-
-
-def _has_buffer(obj) -> bool:
-    try:
-        memoryview(obj).release()
-    except TypeError:
-        return False
-    return True
 
 
 def _has_arrow(obj) -> bool:
@@ -70,7 +60,7 @@ def _has_exchange(obj) -> bool:
 #: name -> (rules, offered(obj), check(obj, recorder)); the order of the report.
 FAMILIES = {
     "dlpack": (dlpack.RULES, lambda o: hasattr(o, "__dlpack__"), dlpack.check),
-    "buffer": (buffer.RULES, _has_buffer, buffer.check),
+    "buffer": (buffer.RULES, host_only.FAMILIES["buffer"][1], buffer.check),
     "array_interface": (
         {k: v for k, v in _ai.RULES.items() if k.startswith("array-interface.")},
         lambda o: hasattr(o, "__array_interface__"),
@@ -120,54 +110,64 @@ def check_conformance(
         One result per rule: ``pass``, ``fail`` or ``not-applicable``.
     """
     if isolate:
-        return _isolated(obj, protocols)
+        if not isinstance(obj, str):
+            raise TypeError("isolate=True takes the producer as an expression (str)")
+        return run_isolated(obj, protocols, report_from_json, _PROCESS["process.no-crash"])
+    return _check(obj, protocols)
+
+
+def _check(obj, protocols=None, skip: Iterable[str] = ()) -> ConformanceReport:
+    """``check_conformance`` in this process; ``skip``: families and rules whose probes
+    crashed an earlier isolated run (``_isolate``), left out of this one."""
     wanted = set(FAMILIES if protocols is None else protocols)
     unknown = wanted - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown protocol families {sorted(unknown)}; known: {list(FAMILIES)}")
+    skip = frozenset(skip)
+    where = _common.device_location(obj)
     results: list[Result] = []
     for name, (rules, offered, check) in FAMILIES.items():
-        rec = Recorder(rules)
+        rec = Recorder(rules, skip)
         if name not in wanted:
             why = "not requested"
-        elif not offered(obj):
-            why = "protocol not offered"
+        elif name in skip:
+            why = "not probed: this family's probes crashed the interpreter (process.no-crash)"
         else:
-            why = "no probe reached this rule"
-            try:
-                check(obj, rec)
-            except Exception as exc:  # noqa: BLE001 - reported, never raised
-                first = next((r for r in rules if r not in rec.outcomes), next(iter(rules)))
-                rec.fail(first, f"probe raised {type(exc).__name__}: {exc}")
+            report.note(name, None, "is the protocol offered?")
+            why = _run_family(name, obj, rec, where, offered, check)
         for rule_id, rule in rules.items():
             status, message = rec.outcomes.get(rule_id, (NOT_APPLICABLE, why))
             results.append(Result(rule, status, message))
+    report.note("process", None, "all probes done")
     results.append(Result(_PROCESS["process.no-crash"], "pass", ""))
     return ConformanceReport(_subject(obj), results)
+
+
+def _run_family(name, obj, rec, where, offered, check) -> str:
+    """Run one family's probes; returns why its unreached rules are not applicable."""
+    try:
+        if where is not None and name in host_only.FAMILIES:
+            # Data the host cannot address: the host-only protocol must refuse it.
+            if not host_only.FAMILIES[name][1](obj):
+                return "protocol not offered"
+            rule = host_only.FAMILIES[name][0]
+            if not rec.probe(rule, f"the {name} protocol on data on device {where}"):
+                return "not probed (process.no-crash)"
+            if not host_only.judge(name, obj, rec, where, _common.device_pointer(obj)):
+                return f"host-only protocol; the data is on device {where}"
+        elif not offered(obj):
+            return "protocol not offered"
+        check(obj, rec)
+    except Exception as exc:  # noqa: BLE001 - reported, never raised
+        rules = rec.rules
+        first = next((r for r in rules if r not in rec.outcomes), next(iter(rules)))
+        rec.fail(rec.current or first, f"probe raised {type(exc).__name__}: {exc}")
+    return "no probe reached this rule"
 
 
 def _subject(obj) -> str:
     t = type(obj)
     return f"{t.__module__}.{t.__qualname__}"
-
-
-def _isolated(expr, protocols) -> ConformanceReport:
-    if not isinstance(expr, str):
-        raise TypeError("isolate=True takes the producer as an expression (str)")
-    cmd = [sys.executable, "-m", "dlpackarray", "conform", expr, "--json"]
-    if protocols is not None:
-        cmd += ["--protocols", ",".join(protocols)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode in (0, 1):
-        try:
-            return report_from_json(proc.stdout)
-        except (ValueError, KeyError):
-            pass
-    rule = _PROCESS["process.no-crash"]
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    return ConformanceReport(
-        expr, [Result(rule, FAIL, f"exit status {proc.returncode}: {' | '.join(tail)}")]
-    )
 
 
 def report_from_json(text: str) -> ConformanceReport:

@@ -55,6 +55,13 @@ RULES = rule_table(
             CPU,
         ),
         (
+            "array-interface.device-data",
+            "must",
+            "data the host cannot address is refused (AttributeError or BufferError) or "
+            "described as a host copy, never by the device pointer",
+            CPU,
+        ),
+        (
             "array-struct.capsule",
             "must",
             "__array_struct__ is a PyCapsule (NULL name) holding a PyArrayInterface",
@@ -64,6 +71,13 @@ RULES = rule_table(
             "array-struct.fields",
             "must",
             "PyArrayInterface has two == 2, nd >= 0, itemsize > 0 and a valid typekind",
+            CPU,
+        ),
+        (
+            "array-struct.device-data",
+            "must",
+            "data the host cannot address is refused (AttributeError or BufferError) or "
+            "described as a host copy, never by the device pointer",
             CPU,
         ),
     ],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 
-from dlpackarray.testing import _abi, _forked
+from dlpackarray.testing import _abi, _common, _forked
 from dlpackarray.testing.report import Recorder, rule_table
 
 PYCAPSULE = "reference/arrow_c_abi.md § 1. PyCapsule interface (Python layer)"
@@ -65,6 +65,13 @@ RULES = rule_table(
             "must",
             "the device methods accept unknown keywords whose value is None",
             PYCAPSULE,
+        ),
+        (
+            "arrow.host-methods.device-data",
+            "must",
+            "for data the host cannot address, __arrow_c_array__ and __arrow_c_stream__ raise "
+            "or export a host copy, never the device buffers",
+            DEVICE_SUPPORT,
         ),
         (
             "arrow.release.non-null",
@@ -262,6 +269,14 @@ def _check_consumed(rec, box: list, struct_type) -> None:
     if not ctypes.c_void_p.from_address(field).value or not _abi.has_destructor(box[0]):
         box.clear()
         return  # arrow.release.non-null / arrow.capsule.destructor report it
+    if struct_type in (_abi.ArrowDeviceArray, _abi.ArrowDeviceArrayStream):
+        device_type = struct_type.from_address(address).device_type
+        if device_type != _abi.KDL_CPU:
+            # Releasing device data calls the device driver, which a forked child must not
+            # use (its context belongs to the parent): no verdict rather than a crash.
+            box.clear()
+            rec.na(rule, f"probed only for host memory (device_type {device_type})")
+            return
     if not _forked.available():
         rec.na(rule, "needs os.fork")
         return
@@ -491,8 +506,57 @@ def _check_device_stream(rec, obj, box: list) -> None:
     rec.check(rule, not problems, "; ".join(problems))
 
 
+def _host_method_on_device(rec, obj, method, where) -> bool:
+    """Rule ``arrow.host-methods.device-data`` for one CPU method on device data; True when
+    it exported (a host copy), so that its other rules run on what it gave."""
+    rule = "arrow.host-methods.device-data"
+    if not rec.probe(rule, f"{method}() on data on device {where}"):
+        return False
+    try:
+        out = getattr(obj, method)()
+    except Exception:  # noqa: BLE001 - "raise an error or make a copy to CPU memory"
+        rec.ok(rule)
+        return False
+    device_ptr = _common.device_pointer(obj)
+    buffers = ()
+    if method == "__arrow_c_array__" and isinstance(out, tuple) and len(out) == 2:
+        if _abi.is_capsule(out[1]) and _abi.capsule_name(out[1]) == "arrow_array":
+            buffers = _buffers(_abi.ArrowArray.from_address(_abi.capsule_pointer(out[1])))
+    elif _abi.is_capsule(out) and _abi.capsule_name(out) == "arrow_array_stream":
+        s = _abi.ArrowArrayStream.from_address(_abi.capsule_pointer(out))
+        if s.release and s.get_next:
+            chunk = _abi.ArrowArray()
+            get_next = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+            if get_next(s.get_next)(ctypes.addressof(s), ctypes.addressof(chunk)) == 0:
+                if chunk.release:
+                    buffers = _buffers(chunk)
+                    _abi.PY_VOID_FN(chunk.release)(ctypes.addressof(chunk))
+        del s
+    del out
+    rec.check(
+        rule,
+        not device_ptr or device_ptr not in buffers,
+        f"{method}() exports the device buffer 0x{device_ptr or 0:x} (data on device {where})",
+    )
+    return True
+
+
 def check(obj, rec: Recorder) -> None:
-    """Run the Arrow PyCapsule rules for every Arrow method ``obj`` has."""
+    """Run the Arrow PyCapsule rules for every Arrow method ``obj`` has.
+
+    For data the host cannot address, the CPU methods are judged on refusing it (or
+    exporting a host copy) and otherwise skipped.
+    """
+    where = _common.device_location(obj)
+    refused = set()
+    for method in ("__arrow_c_array__", "__arrow_c_stream__"):
+        if where is not None and hasattr(obj, method):
+            if not _host_method_on_device(rec, obj, method, where):
+                refused.add(method)
+
+    def has(method):
+        return method not in refused and hasattr(obj, method)
+
     if hasattr(obj, "__arrow_c_schema__"):
         cap = _call(rec, "arrow.schema.capsule-name", obj.__arrow_c_schema__)
         if cap is not None and _named(rec, "arrow.schema.capsule-name", cap, "arrow_schema"):
@@ -503,7 +567,7 @@ def check(obj, rec: Recorder) -> None:
         ("__arrow_c_array__", "arrow_array", "arrow.array.capsule-names"),
         ("__arrow_c_device_array__", "arrow_device_array", "arrow.device-array.capsule-names"),
     ):
-        if hasattr(obj, method):
+        if has(method):
             _check_pair(rec, obj, method, name, rule)
     for method, name, rule, struct in (
         (
@@ -519,7 +583,7 @@ def check(obj, rec: Recorder) -> None:
             _abi.ArrowDeviceArrayStream,
         ),
     ):
-        if hasattr(obj, method):
+        if has(method):
             cap = _call(rec, rule, getattr(obj, method))
             if cap is not None and _named(rec, rule, cap, name):
                 s = struct.from_address(_abi.capsule_pointer(cap))
@@ -546,7 +610,7 @@ def check(obj, rec: Recorder) -> None:
         "__arrow_c_device_array__",
         "__arrow_c_device_stream__",
     ):
-        if hasattr(obj, method):
+        if has(method):
             try:
                 out = getattr(obj, method)(requested_schema=None)
             except Exception as exc:  # noqa: BLE001
@@ -558,7 +622,7 @@ def check(obj, rec: Recorder) -> None:
                 rec.ok("arrow.requested-schema.none")
                 del out
     for method in ("__arrow_c_device_array__", "__arrow_c_device_stream__"):
-        if hasattr(obj, method):
+        if has(method):
             try:
                 out = getattr(obj, method)(future_keyword=None)
             except Exception as exc:  # noqa: BLE001

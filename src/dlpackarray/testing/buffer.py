@@ -43,6 +43,13 @@ RULES = rule_table(
             "pointer, shape, strides and read-only state agree with __array_interface__",
             "seeds/004_3b9a833b1fcd8d5a.txt § CPU Array Interface",
         ),
+        (
+            "buffer.device-data",
+            "must",
+            "data the host cannot address (a device tensor) is refused with BufferError or "
+            "exported as a host copy, never as the device pointer",
+            f"{OVERVIEW} (PEP 3118: the buffer is host memory; refusal is BufferError)",
+        ),
     ],
 )
 

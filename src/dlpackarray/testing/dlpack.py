@@ -8,7 +8,7 @@ reads: run the checker with ``isolate=True`` for untrusted producers.
 
 from __future__ import annotations
 
-from dlpackarray.testing import _abi, _forked
+from dlpackarray.testing import _abi, _forked, report
 from dlpackarray.testing._common import object_memory
 from dlpackarray.testing.report import Recorder, rule_table
 
@@ -299,6 +299,7 @@ class _BadCapsule(Exception):
 
 def _export(obj, **kw):
     """``(capsule fields, None)`` or ``(None, exception)``."""
+    report.note("dlpack", None, f"__dlpack__({', '.join(f'{k}={v!r}' for k, v in kw.items())})")
     try:
         cap = obj.__dlpack__(**kw)
     except Exception as exc:  # noqa: BLE001 - the exception is the observation
@@ -323,6 +324,8 @@ def check(obj, rec: Recorder) -> None:
     device = _check_device(obj, rec)
     first = _check_legacy(obj, rec)
     # A second identical call must behave like the first (a new capsule each time).
+    if not rec.probe("dlpack.export.repeatable", "a second __dlpack__()"):
+        return
     again, exc = _export(obj)
     repeatable = (
         again is not None
@@ -342,6 +345,8 @@ def check(obj, rec: Recorder) -> None:
         return
     _check_older_major(obj, rec)
     _check_keywords(obj, rec, device)
+    if not rec.probe("dlpack.capsule-name.versioned", f"__dlpack__(max_version={MAX_VERSION})"):
+        return
     cap, exc = _export(obj, max_version=MAX_VERSION)
     if cap is None:
         why = _describe(exc)
@@ -369,6 +374,8 @@ def check(obj, rec: Recorder) -> None:
 
 
 def _check_device(obj, rec):
+    if not rec.probe("dlpack.device.pair", "__dlpack_device__()"):
+        return None
     try:
         dev = obj.__dlpack_device__()
     except Exception as exc:  # noqa: BLE001
@@ -385,12 +392,15 @@ def _check_device(obj, rec):
 
 def _check_keywords(obj, rec, device):
     kw = {"stream": None, "max_version": MAX_VERSION, "dl_device": device, "copy": None}
-    cap, exc = _export(obj, **kw)
-    if cap is None and isinstance(exc, TypeError) and not str(exc).startswith("__dlpack__"):
-        rec.fail("dlpack.keywords.accepted", _describe(exc))
-    else:
-        rec.ok("dlpack.keywords.accepted")
-    del cap
+    if rec.probe("dlpack.keywords.accepted", "__dlpack__ with every keyword"):
+        cap, exc = _export(obj, **kw)
+        if cap is None and isinstance(exc, TypeError) and not str(exc).startswith("__dlpack__"):
+            rec.fail("dlpack.keywords.accepted", _describe(exc))
+        else:
+            rec.ok("dlpack.keywords.accepted")
+        del cap
+    if not rec.probe("dlpack.keywords.keyword-only", "__dlpack__(None)"):
+        return
     try:
         c = obj.__dlpack__(None)
     except TypeError:
@@ -404,6 +414,8 @@ def _check_keywords(obj, rec, device):
 
 def _check_legacy(obj, rec):
     """The legacy-name rule; returns the exception of ``__dlpack__()``, if any."""
+    if not rec.probe("dlpack.capsule-name.legacy", "__dlpack__()"):
+        return None
     cap, exc = _export(obj)
     if cap is None:
         rec.check(
@@ -417,6 +429,8 @@ def _check_legacy(obj, rec):
 
 
 def _check_older_major(obj, rec):
+    if not rec.probe("dlpack.max-version.older-major", "__dlpack__(max_version=(0, 8))"):
+        return
     cap, exc = _export(obj, max_version=(0, 8))
     if cap is None:
         if _is_keyword_error(exc):
@@ -482,6 +496,8 @@ def _check_deleter(obj, rec, cap):
     ):
         return
     # Unconsumed: the producer's destructor must run the deleter once.
+    if not rec.probe("dlpack.deleter.once-unconsumed", "drop an unconsumed capsule"):
+        return
     counter = _abi.CallCounter(cap.deleter, forward=True)
     cap.struct.deleter = counter.address
     name = cap.name
@@ -497,6 +513,8 @@ def _check_deleter(obj, rec, cap):
         "the capsule destructor did not call the struct's deleter",
     )
     # Consumed: after the used_ rename the destructor must leave the deleter to the consumer.
+    if not rec.probe("dlpack.deleter.not-after-used-rename", "drop a used_ capsule"):
+        return
     again, exc = (
         _export(obj, max_version=MAX_VERSION) if name == "dltensor_versioned" else _export(obj)
     )
@@ -562,8 +580,12 @@ def _check_copy(obj, rec, cap, memory):
             "IS_COPIED set on an export of the object's own memory",
         )
     # copy=True: `cap` stays alive so a fresh allocation cannot reuse the object's address.
-    copied, exc = _export(obj, max_version=MAX_VERSION, copy=True)
-    if copied is None:
+    copied = exc = None
+    if rec.probe("dlpack.copy.true-new-memory", "__dlpack__(copy=True)"):
+        copied, exc = _export(obj, max_version=MAX_VERSION, copy=True)
+    if exc is None and copied is None:
+        pass
+    elif copied is None:
         if _is_keyword_error(exc):
             rec.na("dlpack.copy.true-new-memory", "copy keyword not accepted")
         else:
@@ -583,6 +605,8 @@ def _check_copy(obj, rec, cap, memory):
                 "copy=True export lacks IS_COPIED",
             )
     del copied
+    if not rec.probe("dlpack.copy.false-no-copy", "__dlpack__(copy=False)"):
+        return
     same, exc = _export(obj, max_version=MAX_VERSION, copy=False)
     if same is None:
         if _is_keyword_error(exc):
@@ -599,8 +623,12 @@ def _check_copy(obj, rec, cap, memory):
 
 
 def _check_cpu(obj, rec):
-    cap, exc = _export(obj, max_version=MAX_VERSION, dl_device=(_abi.KDL_CPU, 0))
-    if cap is None:
+    cap = exc = None
+    if rec.probe("dlpack.dl-device.cpu", "__dlpack__(dl_device=(kDLCPU, 0))"):
+        cap, exc = _export(obj, max_version=MAX_VERSION, dl_device=(_abi.KDL_CPU, 0))
+    if exc is None and cap is None:
+        pass
+    elif cap is None:
         if _is_keyword_error(exc):
             rec.na("dlpack.dl-device.cpu", "dl_device keyword not accepted")
         else:
@@ -608,8 +636,12 @@ def _check_cpu(obj, rec):
     else:
         rec.check("dlpack.dl-device.cpu", cap.device[0] == _abi.KDL_CPU, f"device {cap.device}")
     del cap
-    cap, exc = _export(obj, max_version=MAX_VERSION, dl_device=UNSUPPORTED_DEVICE)
-    if cap is None and _is_keyword_error(exc):
+    cap = exc = None
+    if rec.probe("dlpack.dl-device.unsupported-buffererror", f"dl_device={UNSUPPORTED_DEVICE}"):
+        cap, exc = _export(obj, max_version=MAX_VERSION, dl_device=UNSUPPORTED_DEVICE)
+    if exc is None and cap is None:
+        pass
+    elif cap is None and _is_keyword_error(exc):
         rec.na("dlpack.dl-device.unsupported-buffererror", "dl_device keyword not accepted")
     elif cap is None:
         rec.check(
@@ -624,6 +656,8 @@ def _check_cpu(obj, rec):
             f"dl_device={UNSUPPORTED_DEVICE} gave a tensor on {cap.device}",
         )
     del cap
+    if not rec.probe("dlpack.stream.cpu-none-only", "__dlpack__(stream=2) on a CPU tensor"):
+        return
     cap, exc = _export(obj, max_version=MAX_VERSION, stream=2)
     rec.check(
         "dlpack.stream.cpu-none-only",
@@ -666,21 +700,26 @@ def _check_streams(obj, rec, device):
     kind, legal, illegal = STREAM_TABLE[device[0]]
     own = _own_stream(obj)
     refused = []
-    for stream in (*legal, *(() if own is None else (own,))):
-        cap, exc = _export(obj, max_version=MAX_VERSION, stream=stream)
-        if cap is None:
-            refused.append(f"stream={stream!r}: {_describe(exc)}")
-        del cap
-    rec.check(f"dlpack.stream.{kind}-legal-accepted", not refused, "; ".join(refused))
+    if rec.probe(f"dlpack.stream.{kind}-legal-accepted", f"streams {legal} and own {own}"):
+        for stream in (*legal, *(() if own is None else (own,))):
+            cap, exc = _export(obj, max_version=MAX_VERSION, stream=stream)
+            if cap is None:
+                refused.append(f"stream={stream!r}: {_describe(exc)}")
+            del cap
+        rec.check(f"dlpack.stream.{kind}-legal-accepted", not refused, "; ".join(refused))
     accepted = []
-    for stream in illegal:
+    reserved = "dlpack.stream.cuda-zero-rejected" if kind == "cuda" else (
+        "dlpack.stream.rocm-reserved-rejected")  # fmt: skip
+    for stream in illegal if rec.probe(reserved, f"streams {illegal}") else ():
         cap, exc = _export(obj, max_version=MAX_VERSION, stream=stream)
         if cap is None:
             _check_refusal(rec, stream, exc)
         if cap is not None or _is_keyword_error(exc):
             accepted.append(stream)
         del cap
-    if kind == "cuda":
+    if reserved in rec.skip:
+        pass
+    elif kind == "cuda":
         rec.check(
             "dlpack.stream.cuda-zero-rejected",
             not accepted,
@@ -692,6 +731,8 @@ def _check_streams(obj, rec, device):
             not accepted,
             f"stream={accepted} accepted for a ROCm tensor",
         )
+    if not rec.probe("dlpack.stream.below-minus-one-rejected", "__dlpack__(stream=-2)"):
+        return
     cap, exc = _export(obj, max_version=MAX_VERSION, stream=-2)
     if cap is None:
         _check_refusal(rec, -2, exc)
@@ -704,6 +745,8 @@ def _check_streams(obj, rec, device):
 
 def _check_deleter_without_gil(obj, rec):
     rule = "dlpack.deleter.without-gil"
+    if not rec.probe(rule, "the deleter on a native thread, in a forked child"):
+        return
     cap, exc = _export(obj, max_version=MAX_VERSION)
     if cap is None:
         cap, exc = _export(obj)

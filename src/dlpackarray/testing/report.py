@@ -122,12 +122,45 @@ class ConformanceReport:
         return f"<ConformanceReport {self.subject!r} ok={self.ok} {self.counts()}>"
 
 
-class Recorder:
-    """Collects one family's outcomes; a rule recorded several times keeps its worst one."""
+#: Where probes announce themselves (``note``): the isolated child's stderr, so that the
+#: parent can name the probe that was running when the child died.  None: silent.
+TRACE = None
+#: The prefix of an announcement line (the rest: family, rule or "-", action; tab-separated).
+TRACE_PREFIX = "dlpackarray-conform-probe\t"
 
-    def __init__(self, rules: dict[str, Rule]):
+
+def note(family: str, rule_id: str | None, action: str) -> None:
+    """Announce the probe about to run (see :data:`TRACE`)."""
+    if TRACE is not None:
+        TRACE.write(f"{TRACE_PREFIX}{family}\t{rule_id or '-'}\t{action}\n")
+        TRACE.flush()
+
+
+class Recorder:
+    """Collects one family's outcomes; a rule recorded several times keeps its worst one.
+
+    ``skip``: rules whose probe crashed an earlier isolated run; ``probe`` answers False
+    for them so that the rerun goes past them.
+    """
+
+    def __init__(self, rules: dict[str, Rule], skip=frozenset()):
         self.rules = rules
         self.outcomes: dict[str, tuple[str, str]] = {}
+        self.skip = skip
+        self.family = next(iter(rules.values())).protocol if rules else ""
+        #: The rule whose probe runs now (announced by ``probe``).
+        self.current: str | None = None
+
+    def probe(self, rule_id: str, action: str) -> bool:
+        """Announce the probe of ``rule_id`` (``action``: what it calls); False when it
+        must not run (it crashed an earlier run)."""
+        if rule_id not in self.rules:
+            raise KeyError(f"unknown rule id {rule_id!r}")
+        if rule_id in self.skip:
+            return False
+        self.current = rule_id
+        note(self.family, rule_id, action)
+        return True
 
     def _set(self, rule_id: str, status: str, message: str) -> None:
         if rule_id not in self.rules:
