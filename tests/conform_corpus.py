@@ -124,6 +124,10 @@ class Made:
             import signal
 
             os.kill(os.getpid(), signal.SIGSEGV)
+        if stream is not None and stream == b.get("hang_stream"):
+            import threading
+
+            threading.Event().wait()  # a producer that deadlocks on a stream it cannot use
         kind = self._home()[0]
         if stream in b.get("refuse_streams", ()):
             raise BufferError(f"stream={stream} not supported")

@@ -87,3 +87,38 @@ def test_an_escaped_exception_is_named_with_its_traceback(child_env):
     msg = _by_id(report)["process.no-crash"].message
     assert "exit status 1" in msg and "evaluating 1 / 0" in msg, msg
     assert "Traceback" in msg and "ZeroDivisionError" in msg, msg
+
+
+def test_a_hung_probe_is_killed_named_and_skipped(child_env, monkeypatch):
+    from dlpackarray.testing import _isolate
+
+    monkeypatch.setattr(_isolate, "TIMEOUT", 20.0)
+    expr = "__import__('conform_corpus').Made(cuda=True, hang_stream=0)"
+    report = check_conformance(expr, isolate=True)
+    got = _by_id(report)
+    msg = got["process.no-crash"].message
+    assert "SIGKILL" in msg and "dlpack.stream.cuda-zero-rejected" in msg, msg
+    assert "the probe hung" in msg, msg
+    assert got["dlpack.stream.cuda-zero-rejected"].status == "fail"
+    assert got["dlpack.stream.below-minus-one-rejected"].status == "pass"
+
+
+def test_gpu_conform_tool_writes_both_reports(tmp_path, child_env):
+    # tools/gpu_conform.py is run on a GPU machine; here its subjects' expressions must
+    # parse, and one subject that needs no GPU goes through the whole path.
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "gpu_conform", HERE.parent / "tools" / "gpu_conform.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for _name, _needs, expr in tool.SUBJECTS:
+        compile(expr, "<subject>", "eval")
+    pytest.importorskip("jax")
+    assert tool.main(["--out", str(tmp_path), "--only", "JAX (default backend)"]) == 0
+    doc = json.loads((tmp_path / "gpu_conformance.json").read_text())
+    entry = doc["subjects"]["JAX (default backend)"]
+    assert entry["results"]["process.no-crash"][0] == "pass"
+    assert "| JAX (default backend) |" in (tmp_path / "gpu_conformance.md").read_text()

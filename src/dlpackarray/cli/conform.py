@@ -115,6 +115,21 @@ NOTES: dict[tuple[str, str], str] = {
         "(tracker: https://github.com/pearu/pydlpack/issues); later DLPack rules are not "
         "reached."
     ),
+    # CUDA subjects of tools/gpu_conform.py (a GPU run; not on the generated page).
+    ("CuPy", "dlpack.copy.true-new-memory"): (
+        '**Missing feature**: a CUDA array refuses `copy=True` with BufferError("copy=True '
+        'only supported for copy to CPU") (CuPy 14.2); the spec requires the producer to copy.'
+    ),
+    ("CuPy", "dlpack.stream.cuda-zero-rejected"): (
+        "**Deviation** (should): `stream=0` is taken as the legacy default stream (with a "
+        "warning) instead of being refused as ambiguous."
+    ),
+    ("torch CUDA", "dlpack.stream.below-minus-one-rejected"): (
+        "**Bug**: `Tensor.__dlpack__` turns any stream other than None, -1, 0, 1 and 2 into "
+        "`torch.cuda.ExternalStream(stream)` (torch/_tensor.py) and waits on it, so "
+        "`stream=-2` becomes the handle 0xff..fe; the isolated child is expected to die "
+        "there (process.no-crash names the probe)."
+    ),
     ("pydlpack", "dlpack.keywords.accepted"): (
         "**Outdated**: pydlpack 0.2's `__dlpack__` predates the 2023.12 keywords "
         "(`max_version`, `dl_device`, `copy`)."

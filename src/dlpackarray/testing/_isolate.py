@@ -18,6 +18,8 @@ from dlpackarray.testing.report import FAIL, TRACE_PREFIX, ConformanceReport, Re
 
 #: Crashing probes skipped, at most, before the report is given up.
 MAX_RERUNS = 6
+#: Seconds one child may run; a hung probe is then killed and named like a crash.
+TIMEOUT = 600.0
 #: Lines of the child's stderr quoted in process.no-crash (from the last traceback's
 #: header, when there is one in them).
 TAIL_LINES = 30
@@ -30,6 +32,19 @@ def _status(code: int) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit status {code}" + (" (an uncaught exception)" if code == 1 else "")
+
+
+def _run(cmd) -> subprocess.CompletedProcess:
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+    ) as child:
+        try:
+            out, err = child.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            child.kill()  # SIGKILL: reported as "killed by SIGKILL" at the hung probe
+            out, err = child.communicate()
+            err += f"\n(killed after {TIMEOUT:g} s: the probe hung)"
+    return subprocess.CompletedProcess(cmd, child.returncode, out, err)
 
 
 def _split(stderr: str) -> tuple[list[tuple[str, str, str]], list[str]]:
@@ -81,7 +96,7 @@ def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
             cmd += ["--protocols", ",".join(protocols)]
         if skip:
             cmd += ["--skip", ",".join(skip)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = _run(cmd)
         try:
             parsed = parse(proc.stdout)
         except (ValueError, KeyError, TypeError):
@@ -92,12 +107,12 @@ def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
         family, rule, action = _last_probe(probes)
         if family == "process":
             where = "after every probe had finished (at interpreter exit)"
+        elif family in ("load", None):
+            where = f"while loading the producer ({action})"
         elif rule is not None:
             where = f"while probing rule {rule} ({action})"
-        elif family is not None:
-            where = f"in the {family} family before any rule's probe ({action})"
         else:
-            where = f"before any probe ({action})"
+            where = f"in the {family} family before any rule's probe ({action})"
         tail = " | ".join(_tail(other)) or "(nothing on stderr)"
         crashes.append(f"{_status(proc.returncode)} {where}; child stderr: {tail}")
         if parsed is not None:
