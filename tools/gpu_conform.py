@@ -16,6 +16,7 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -42,7 +43,12 @@ SUBJECTS = (
      "dla.DLPackArray(np." + SHAPE.format(dtype="np.float32") + ", device=(2, 0))"),
     ("numba", ("numba", "numpy"), NUMBA),
     ("JAX (default backend)", ("jax",), "jnp." + SHAPE.format(dtype="jnp.float32")),
+    # The first GPU run's CPU-only JAX child died (SIGSEGV) with nothing said: this one
+    # tells a backend-discovery crash from a probe's.
+    ("JAX (JAX_PLATFORMS=cpu)", ("jax",), "jnp." + SHAPE.format(dtype="jnp.float32")),
 )  # fmt: skip
+#: Environment of a subject's child, where it needs one.
+ENV = {"JAX (JAX_PLATFORMS=cpu)": {"JAX_PLATFORMS": "cpu"}}
 
 LIBRARIES = ("numpy", "torch", "cupy", "numba", "jax", "jaxlib", "pyarrow", "dlpackarray")
 MODULES = {"cupy": "cupy", "torch": "torch", "numba": "numba", "jax": "jax", "numpy": "numpy"}
@@ -94,9 +100,19 @@ def run(only: list[str] | None = None) -> dict:
             continue
         print(f"{name}: {expr}", file=sys.stderr, flush=True)
         start = time.monotonic()
-        report = check_conformance(expr, isolate=True)
+        saved = {k: os.environ.get(k) for k in ENV.get(name, {})}
+        os.environ.update(ENV.get(name, {}))
+        try:
+            report = check_conformance(expr, isolate=True)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         doc["subjects"][name] = {
             "expression": expr,
+            "environment": ENV.get(name, {}),
             "subject": report.subject,
             "ok": report.ok,
             "counts": report.counts(),

@@ -299,7 +299,7 @@ class _BadCapsule(Exception):
 
 def _export(obj, **kw):
     """``(capsule fields, None)`` or ``(None, exception)``."""
-    report.note("dlpack", None, f"__dlpack__({', '.join(f'{k}={v!r}' for k, v in kw.items())})")
+    report.note(None, None, f"__dlpack__({', '.join(f'{k}={v!r}' for k, v in kw.items())})")
     try:
         cap = obj.__dlpack__(**kw)
     except Exception as exc:  # noqa: BLE001 - the exception is the observation

@@ -129,9 +129,14 @@ TRACE = None
 TRACE_PREFIX = "dlpackarray-conform-probe\t"
 
 
-def note(family: str, rule_id: str | None, action: str) -> None:
-    """Announce the probe about to run (see :data:`TRACE`)."""
+_family = ["-"]
+
+
+def note(family: str | None, rule_id: str | None, action: str) -> None:
+    """Announce the probe about to run (see :data:`TRACE`); ``family`` None: a call made
+    for the family announced last (shared helpers such as DLPack exports)."""
     if TRACE is not None:
+        family = _family[0] = family or _family[0]
         TRACE.write(f"{TRACE_PREFIX}{family}\t{rule_id or '-'}\t{action}\n")
         TRACE.flush()
 
