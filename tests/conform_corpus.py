@@ -288,6 +288,25 @@ class Struct:
         return _api.PyCapsule_New(ctypes.addressof(self._copy), name, None)
 
 
+class DeviceStruct(Struct):
+    """NumPy's interface struct on an object that calls its data CUDA memory: the device
+    pointer leaks through a host-only protocol (never read as device memory)."""
+
+    def __init__(self):
+        super().__init__()
+        self.__cuda_array_interface__ = {
+            "shape": (12,),
+            "typestr": "<f4",
+            "data": (self.a.ctypes.data, False),
+            "version": 3,
+            "strides": None,
+            "stream": None,
+        }
+
+    def __dlpack_device__(self):
+        return (_abi.KDL_CUDA, 0)
+
+
 # -- __cuda_array_interface__ (a dict; never dereferenced) ----------------------------------
 
 
@@ -727,6 +746,7 @@ CORPUS = [
     # host-only protocols on device data
     ("buffer.device-data", lambda: DeviceBytes()),
     ("array-interface.device-data", lambda: Made(cuda=True, host_interface=True)),
+    ("array-struct.device-data", lambda: DeviceStruct()),
     ("arrow.host-methods.device-data", lambda: ArrowCudaArray("host-method")),
     # __array_interface__ / __array_struct__
     ("array-interface.dict", lambda: Interface(typestr=None)),
