@@ -39,16 +39,19 @@ SUBJECTS = (
     ("torch CUDA (strided view)", ("torch",), TORCH + "[:, ::2]"),
     ("dlpackarray over torch CUDA", ("torch",), f"dla.DLPackArray({TORCH})"),
     ("dlpackarray over CuPy", ("cupy",), f"dla.DLPackArray({CUPY})"),
-    ("dlpackarray CUDA copy of NumPy", ("numpy",),
-     "dla.DLPackArray(np." + SHAPE.format(dtype="np.float32") + ", device=(2, 0))"),
     ("numba", ("numba", "numpy"), NUMBA),
+    ("dlpackarray over numba", ("numba", "numpy"), f"dla.DLPackArray({NUMBA})"),
     ("JAX (default backend)", ("jax",), "jnp." + SHAPE.format(dtype="jnp.float32")),
     # The first GPU run's CPU-only JAX child died (SIGSEGV) with nothing said: this one
     # tells a backend-discovery crash from a probe's.
     ("JAX (JAX_PLATFORMS=cpu)", ("jax",), "jnp." + SHAPE.format(dtype="jnp.float32")),
+    ("JAX (JAX_PLATFORMS=cuda)", ("jax",), "jnp." + SHAPE.format(dtype="jnp.float32")),
 )  # fmt: skip
 #: Environment of a subject's child, where it needs one.
-ENV = {"JAX (JAX_PLATFORMS=cpu)": {"JAX_PLATFORMS": "cpu"}}
+ENV = {
+    "JAX (JAX_PLATFORMS=cpu)": {"JAX_PLATFORMS": "cpu"},
+    "JAX (JAX_PLATFORMS=cuda)": {"JAX_PLATFORMS": "cuda"},
+}
 
 LIBRARIES = ("numpy", "torch", "cupy", "numba", "jax", "jaxlib", "pyarrow", "dlpackarray")
 MODULES = {"cupy": "cupy", "torch": "torch", "numba": "numba", "jax": "jax", "numpy": "numpy"}
@@ -167,7 +170,13 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=".", help="folder for gpu_conformance.{json,md}")
     parser.add_argument("--only", action="append", help="run only this subject (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the subjects and exit")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds per child before it is killed"
+    )
     args = parser.parse_args(argv)
+    from dlpackarray.testing import _isolate
+
+    _isolate.TIMEOUT = args.timeout
     if args.list:
         for name, _, expr in SUBJECTS:
             print(f"{name}: {expr}")
