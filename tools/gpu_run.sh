@@ -60,7 +60,7 @@ step "B11"
 timeout 120 $py -m benchmarks.gpu_b11 --out "$out/b11.md" 2>&1 | tail -20
 
 step "conformance of CUDA producers (tools/gpu_conform.py: a crashing probe is named and skipped)"
-timeout 540 $py tools/gpu_conform.py --timeout 90 --out "$out" 2>&1 | tail -60
+timeout 240 $py tools/gpu_conform.py --timeout 45 --out "$out" 2>&1 | tail -60
 
 step "the CUDA-adjacent test files (fake driver beside a real one)"
 timeout 180 $py -m pytest -p no:cacheprovider -q -rs tests/test_cuda_fake.py tests/test_cuda_streams.py \
@@ -68,5 +68,5 @@ timeout 180 $py -m pytest -p no:cacheprovider -q -rs tests/test_cuda_fake.py tes
     tests/test_arrow_cuda.py tests/test_pickle_cuda.py 2>&1 | tee "$out/test_cuda_fake.log" | tail -15
 
 step "the whole suite, 12 workers (this image's numpy/torch/jax versions)"
-timeout 200 $py -m pytest -p no:cacheprovider -q -rs -n 12 tests 2>&1 | tee "$out/suite.log" | tail -40
+timeout 150 $py -m pytest -p no:cacheprovider -q -rs -n 14 tests 2>&1 | tee "$out/suite.log" | tail -40
 step "done"
