@@ -13,7 +13,7 @@ import no_cuda_driver
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
-SAMPLE = '''
+SAMPLE = """
 import os
 import pytest
 
@@ -31,7 +31,7 @@ def test_skips():
 
 def test_unmarked_runs_here():
     assert os.environ["DLPACKARRAY_CUDA_DRIVER"] == {loadable!r}
-'''
+"""
 
 
 def test_marked_tests_run_in_a_child_without_a_driver(tmp_path):
