@@ -24,6 +24,39 @@ def _base_ns() -> dict:
     }
 
 
+class _Missing:
+    """Stands in for a contender whose library is not installed (or could not
+    make its object): any use raises, so the harness records that contender
+    as unsupported with why, and the case's other contenders are measured."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __getattr__(self, name):
+        raise ModuleNotFoundError(self.why)
+
+    def __call__(self, *args, **kwargs):
+        raise ModuleNotFoundError(self.why)
+
+
+def _optional(module: str):
+    """``module`` imported, or a _Missing saying why not."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        return _Missing(f"{module} is not installed: {exc}")
+
+
+def _made(make, what: str):
+    """``make()``, or a _Missing where a contender library is missing."""
+    try:
+        return make()
+    except ModuleNotFoundError as exc:
+        return _Missing(f"{what}: {exc}")
+
+
 _floor_module: list = []  # the built floor producer module, or why it failed (one build)
 
 
@@ -63,27 +96,24 @@ def _floor_producer(a):
 
 
 def _b1_setup() -> dict:
-    import dlpack
     import numpy as np
-    import pyarrow as pa
     import torch
-    import tvm_ffi
 
     ns = _base_ns()
     a = np.arange(N, dtype=np.float64)
-    w = dlpack.asdlpack(a)
+    w = _made(lambda: _optional("dlpack").asdlpack(a), "pydlpack")
     ns.update(
         a=a,
         d=ns["DLPackArray"](a),
         t=torch.arange(N, dtype=torch.float64),
-        tv=tvm_ffi.from_dlpack(a),
-        pa_arr=pa.array(a),
+        tv=_made(lambda: _optional("tvm_ffi").from_dlpack(a), "tvm-ffi"),
+        pa_arr=_made(lambda: _optional("pyarrow").array(a), "pyarrow"),
         fp=_floor_producer(a),
         w=w,
         # pydlpack frees its managed tensor when the use count of its cache
         # entry drops to zero, after which a second export fails: one capsule
         # held for the whole case keeps the wrapper reusable.
-        w_keepalive=w.__dlpack__(),
+        w_keepalive=None if isinstance(w, _Missing) else w.__dlpack__(),
     )
     return ns
 
@@ -91,7 +121,6 @@ def _b1_setup() -> dict:
 def _b2_setup() -> dict:
     import numpy as np
     import torch
-    import tvm_ffi
 
     ns = _base_ns()
     a = np.arange(N, dtype=np.float64)
@@ -99,7 +128,7 @@ def _b2_setup() -> dict:
         a=a,
         d=ns["DLPackArray"](a),
         t=torch.arange(N, dtype=torch.float64),
-        tv=tvm_ffi.from_dlpack(a),
+        tv=_made(lambda: _optional("tvm_ffi").from_dlpack(a), "tvm-ffi"),
         fp=_floor_producer(a),
     )
     return ns
@@ -120,10 +149,9 @@ def _b3_setup(source: str) -> callable:
     def setup() -> dict:
         import numpy as np
         import torch
-        import tvm_ffi
 
         ns = _base_ns()
-        ns.update(torch=torch, tvm_ffi=tvm_ffi)
+        ns.update(torch=torch, tvm_ffi=_optional("tvm_ffi"))
         if source == "numpy":
             ns["x"] = np.arange(N, dtype=np.float64)
         else:
@@ -174,7 +202,6 @@ def _check_torch_table_path(dlpackarray, t) -> None:
 
 
 def _b4_setup() -> dict:
-    import dlpack
     import numpy as np
     import torch
 
@@ -182,7 +209,7 @@ def _b4_setup() -> dict:
     m = memoryview(bytearray(N * 8)).cast("d")
     ns.update(
         torch=torch,
-        dlpack=dlpack,
+        dlpack=_optional("dlpack"),
         m=m,
         a_pre=np.frombuffer(m, dtype=np.float64),
         d_pre=ns["DLPackArray"](m),

@@ -19,6 +19,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import pytest
 from hypothesis import HealthCheck, settings
+from no_cuda_driver import pytest_pyfunc_call  # noqa: F401 -- the no_cuda_driver marker's hook
 
 settings.register_profile(
     "dev",

@@ -25,6 +25,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import dlpack_ctypes as dc
 import numpy as np
 import pytest
 from conftest import require
@@ -65,6 +66,31 @@ class OnlyDLPack:
 
     def __dlpack_device__(self):
         return self.obj.__dlpack_device__()
+
+
+class OnlyLegacyDLPack(OnlyDLPack):
+    """``__dlpack__`` with the signature of a producer older than the
+    2023.12 keywords (pyarrow before 26): the consumer's fallback decides
+    from it to ask without ``max_version``."""
+
+    def __dlpack__(self, stream=None):
+        return self.obj.__dlpack__(stream=stream)
+
+
+def refusal(call) -> str | None:
+    """The producer's TypeError (pyarrow's ArrowTypeError is one) for ``call``,
+    or None when it succeeds."""
+    try:
+        call()
+    except TypeError as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def keyword_refusal(obj) -> str | None:
+    """Why ``obj.__dlpack__`` refuses ``max_version`` (DLPack 1.0, array API
+    2023.12), or None where it takes it."""
+    return refusal(lambda: obj.__dlpack__(max_version=(1, 3)))
 
 
 class OnlyArrowArray:
@@ -137,15 +163,25 @@ class Route:
 
 
 def dlpack_routes(obj, flags="native"):
-    routes = [
-        Route("from_dlpack(obj)", lambda: from_dlpack(obj), flags),
-        Route("__dlpack__ only", lambda: DLPackArray(OnlyDLPack(obj)), flags),
-        Route(
-            "__dlpack__ capsule",
-            lambda: DLPackArray(obj.__dlpack__(max_version=(1, 3))),
-            flags,
-        ),
-    ]
+    routes = [Route("from_dlpack(obj)", lambda: from_dlpack(obj), flags)]
+    if keyword_refusal(obj) is None:
+        routes += [
+            Route("__dlpack__ only", lambda: DLPackArray(OnlyDLPack(obj)), flags),
+            Route(
+                "__dlpack__ capsule",
+                lambda: DLPackArray(obj.__dlpack__(max_version=(1, 3))),
+                flags,
+            ),
+        ]
+    else:
+        # A producer that refuses max_version (pyarrow before 26; noted by
+        # test_pyarrow_dlpack_takes_max_version): the versioned routes are
+        # left out, its unversioned export is read instead.  An unversioned
+        # capsule has no read-only flag, so its flag is not compared.
+        routes += [
+            Route("__dlpack__ (no keywords)", lambda: DLPackArray(OnlyLegacyDLPack(obj)), None),
+            Route("__dlpack__() capsule", lambda: DLPackArray(obj.__dlpack__()), None),
+        ]
     return routes
 
 
@@ -419,7 +455,97 @@ def test_chunked_arrays_every_route_agrees(dtype, lengths, data):
 def test_pyarrow_tensor_every_route_agrees(x):
     t = pa.Tensor.from_numpy(x)
     routes = [Route("DLPackArray(obj)", lambda: DLPackArray(t)), *dlpack_routes(t)]
+    if x.size and exports_null_data(t):
+        # pyarrow before 26 exports a tensor over read-only memory with a
+        # NULL data pointer (docs/limitations.md): every route refuses it.
+        for route in routes:
+            with pytest.raises(ValueError, match="data pointer is NULL"):
+                route.make()
+        return
     check_routes(routes, x)
+
+
+def _pyarrow_before_26(arr):
+    """``arr`` as a pyarrow 25 integer array shows itself to a consumer:
+    pyarrow's module and class names, its Arrow capsules, and its DLPack
+    export of that era (``__dlpack__(self, stream=None)``, an unversioned
+    capsule, which cannot say that the data is read-only)."""
+    source = np.asarray(arr)
+
+    class Array:
+        __module__ = "pyarrow.lib"
+
+        def __arrow_c_schema__(self):
+            return arr.type.__arrow_c_schema__()
+
+        def __arrow_c_array__(self, requested_schema=None):
+            return arr.__arrow_c_array__(requested_schema)
+
+        def __dlpack__(self, stream=None):
+            return dc.Producer(source, versioned=False).capsule()
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    class IntegerArray(Array):
+        __module__ = "pyarrow.lib"
+
+    class Int64Array(IntegerArray):
+        __module__ = "pyarrow.lib"
+
+    return Int64Array()
+
+
+@pytest.mark.parametrize("consumer", [DLPackArray, from_dlpack])
+def test_pyarrow_array_without_versioned_dlpack_is_read_as_arrow(consumer):
+    # Arrow data is immutable: read through an unversioned capsule it would
+    # come back writable, so the Arrow capsules are read instead.
+    d = consumer(_pyarrow_before_26(pa.array(np.arange(5, dtype=np.int64))))
+    assert d.readonly
+    np.testing.assert_array_equal(np.asarray(d), np.arange(5))
+
+
+def exports_null_data(t) -> bool:
+    """Whether pyarrow's unversioned export of ``t`` has a NULL data pointer."""
+    return keyword_refusal(t) is not None and dc.tensor_fields(t.__dlpack__())["data"] == 0
+
+
+def _small_fixed_shape_tensor():
+    storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(4, dtype=np.int32)), 4)
+    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(pa.int32(), [2, 2]), storage)
+
+
+def _read_only_tensor():
+    x = np.arange(4, dtype=np.int32)
+    x.flags.writeable = False
+    return pa.Tensor.from_numpy(x)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pa.array(np.arange(4, dtype=np.int32)),
+        _read_only_tensor,
+        _small_fixed_shape_tensor,
+    ],
+    ids=["Array", "Tensor", "FixedShapeTensorArray"],
+)
+def test_pyarrow_dlpack_takes_max_version(make):
+    """pyarrow's DLPack export of immutable data is a versioned, read-only
+    capsule over the data.  An older pyarrow's refusal of ``max_version`` is
+    noted here (a skip naming it): the differential tests above then read its
+    unversioned export (flags not compared) or leave its reading out."""
+    obj = make()
+    why = keyword_refusal(obj)
+    if why is not None:
+        pytest.skip(
+            f"pyarrow {pa.__version__}: {type(obj).__name__}.__dlpack__ refuses max_version "
+            f"({why}); the differential tests read its unversioned export instead"
+        )
+    fields = dc.tensor_fields(obj.__dlpack__(max_version=(1, 3)))
+    assert fields["version"][0] == 1
+    assert fields["flags"] & dc.FLAG_READ_ONLY
+    assert fields["data"] != 0
 
 
 # -- arrow.fixed_shape_tensor: every permutation of 2-D to 4-D cells -----------------
@@ -468,10 +594,12 @@ def test_fixed_shape_tensor_every_route_follows_the_arrow_definition(perm, data)
     # pyarrow's own readings may differ only where its known bug says
     # (docs/limitations.md): never for a permutation that is its own inverse.
     if fst.type.value_type != pa.bool8() and is_involution(perm):
-        for name, read in {
-            "fst.__dlpack__": lambda: np.from_dlpack(fst),
-            "fst.to_numpy_ndarray()": fst.to_numpy_ndarray,
-        }.items():
+        readings = {"fst.to_numpy_ndarray()": fst.to_numpy_ndarray}
+        # pyarrow before 26 exports no tensor extension through DLPack
+        # (ArrowTypeError, noted by test_pyarrow_dlpack_takes_max_version).
+        if refusal(lambda: np.from_dlpack(fst)) is None:
+            readings["fst.__dlpack__"] = lambda: np.from_dlpack(fst)
+        for name, read in readings.items():
             got = read()
             assert got.shape == reference.shape, name
             assert got.tobytes() == np.ascontiguousarray(reference).tobytes(), name
@@ -496,7 +624,10 @@ def test_pyarrow_permuted_tensor_reproducer_from_limitations():
     theirs = fst.to_numpy_ndarray()
     assert theirs.shape == expected.shape
     if not np.array_equal(theirs, expected):
-        assert np.array_equal(theirs, np.from_dlpack(fst))
+        # One reading of pyarrow's, wherever it is read.
+        assert np.array_equal(theirs, fst.to_tensor().to_numpy())
+        if refusal(lambda: np.from_dlpack(fst)) is None:  # pyarrow < 26 has no such export
+            assert np.array_equal(theirs, np.from_dlpack(fst))
 
 
 # -- nulls: one error, naming them, on every route --------------------------------

@@ -55,6 +55,27 @@ def test_smoke_run_writes_every_output(tmp_path):
     assert "## Targets" in md and "B1/producer" in md
 
 
+def test_a_missing_contender_library_is_recorded_not_a_failed_case(tmp_path, monkeypatch):
+    # pydlpack, tvm-ffi and pyarrow are other projects' contenders: where one
+    # is not installed its row says so and dlpackarray is still measured.
+    for module in ("dlpack", "tvm_ffi", "pyarrow"):
+        monkeypatch.setitem(sys.modules, module, None)  # importing it raises ImportError
+    result = bench_run.main(
+        ["--smoke", "--name", "m", "--out-dir", str(tmp_path), "--no-plots"]
+        + ["--cases", "B1,B2/into-numpy,B3/consume-torch"]
+    )
+    by_name = {c["name"]: c for c in result["cases"]}
+    assert set(by_name) == {"B1/producer", "B2/into-numpy", "B3/consume-torch"}
+    for case in by_name.values():
+        assert "error" not in case, case
+        assert "median_ns" in case["contenders"]["dlpackarray"], case["name"]
+    b1 = by_name["B1/producer"]["contenders"]
+    for label, module in (("pydlpack", "dlpack"), ("tvm-ffi", "tvm_ffi"), ("pyarrow", "pyarrow")):
+        assert module in b1[label]["unsupported"], label
+    b3 = by_name["B3/consume-torch"]["contenders"]
+    assert "tvm_ffi" in b3["tvm_ffi.from_dlpack"]["unsupported"]
+
+
 def test_unknown_case_is_rejected(tmp_path):
     with pytest.raises(SystemExit, match="unknown case"):
         bench_run.main(["--smoke", "--out-dir", str(tmp_path), "--cases", "B99"])

@@ -264,6 +264,7 @@ def test_copy_allocation_failure_is_memory_error():
         x.__dlpack__(max_version=(1, 3), copy=True)
 
 
+@pytest.mark.no_cuda_driver  # made-up device pointers and streams
 def test_copy_of_device_memory_refused():
     x, _ = consume(shape=(4,), strides=(1,), device=(7, 0))  # Vulkan
     with pytest.raises(BufferError, match=r"cannot copy: the data is on device VULKAN:0"):
@@ -307,6 +308,7 @@ def test_device_object_accepted():
     assert DLPackArray(x, device="cpu").device == x.device
 
 
+@pytest.mark.no_cuda_driver  # made-up device pointers and streams
 def test_device_data_to_cpu():
     p = dc.Producer(
         None,

@@ -87,8 +87,16 @@ NOT_READS = {
     "__repr__",  # names the state instead of raising
 }
 
-# Arguments a method needs to get past its own argument parsing.
-ARGS = {"__getitem__": (0,), "view": ("uint8",), "__reduce_ex__": (5,), "__deepcopy__": ({},)}
+# Arguments a method needs to get past its own argument parsing.  Python
+# 3.12+ lists the buffer slot as ``__buffer__(flags)`` (PEP 688): 0 is
+# PyBUF_SIMPLE, a request every initialised array grants.
+ARGS = {
+    "__getitem__": (0,),
+    "view": ("uint8",),
+    "__reduce_ex__": (5,),
+    "__deepcopy__": ({},),
+    "__buffer__": (0,),
+}
 
 
 def members():
@@ -122,6 +130,13 @@ def test_member_list_is_the_class():
     ):
         assert expected in names
     assert set(vars(DLPackArray)) - set(names) == NOT_READS
+
+
+@pytest.mark.parametrize("name", sorted(set(ARGS) & set(members())))
+def test_member_arguments_are_accepted_by_a_ready_array(name):
+    # The refusals below come from the state, not from arguments the member
+    # would reject anyway.
+    _use_member(DLPackArray(np.arange(4, dtype=np.uint8)), name)
 
 
 @pytest.mark.parametrize("name", members())

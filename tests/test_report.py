@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 import subprocess
@@ -49,16 +50,40 @@ def test_text_report_header_and_exit_code(text_run):
     assert text_run.returncode == 0, text_run.stdout
 
 
+def _installed_version(name: str, dist: str) -> str | None:
+    """The version of whichever distribution provides module ``name``
+    (``cupy`` comes from ``cupy-cuda13x`` and the like); None if the module
+    cannot be imported."""
+    if importlib.util.find_spec(name) is None:
+        return None
+    for candidate in [dist, *importlib.metadata.packages_distributions().get(name, [])]:
+        try:
+            return importlib.metadata.version(candidate)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    raise AssertionError(f"{name} is importable but no distribution provides it")
+
+
 def test_text_report_lists_every_library_with_its_version(text_run):
     lines = text_run.stdout.splitlines()
     for name, dist in _report.LIBRARIES:
         (line,) = [ln for ln in lines if ln.split()[:1] == [name]]
-        try:
-            version = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            assert line.split(None, 1)[1] == "not installed"
-        else:
-            assert line.split(None, 1)[1] == version
+        version = _installed_version(name, dist)
+        assert line.split(None, 1)[1] == (version or "not installed"), name
+
+
+def test_version_of_a_module_whose_distribution_has_another_name(tmp_path):
+    # CuPy installs module "cupy" from distributions named after the CUDA
+    # version: the report finds that distribution instead of saying "unknown".
+    _fake_package(tmp_path, "cupy", "raise ImportError('not for import')\n")
+    info = tmp_path / "cupy_cuda13x-14.2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cupy-cuda13x\nVersion: 14.2.0\n")
+    (info / "top_level.txt").write_text("cupy\n")
+    result = run_module("--json", extra_path=str(tmp_path))
+    report = json.loads(result.stdout)
+    (cupy,) = [lib for lib in report["libraries"] if lib["name"] == "cupy"]
+    assert cupy == {"name": "cupy", "installed": True, "version": "14.2.0"}
 
 
 def test_text_report_has_one_marked_line_per_check(text_run):

@@ -376,6 +376,7 @@ def device_array(device_type, data=0x10000):
     return DLPackArray(p.capsule())
 
 
+@pytest.mark.no_cuda_driver  # made-up device pointers and streams
 @pytest.mark.parametrize(
     "device_type, stream, error",
     [

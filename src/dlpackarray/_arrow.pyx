@@ -16,7 +16,7 @@ from libcpp.vector cimport vector
 
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
-from dlpackarray._internal cimport HeapOwner, device_tuple, type_has
+from dlpackarray._internal cimport HeapOwner, device_tuple, takes_max_version, type_has
 from dlpackarray._internal cimport (
     is_cuda_stream_device, synchronize_for_host_read, wait_arrow_sync_event,
 )
@@ -231,7 +231,9 @@ cdef bint _arrow_first_uncached(type t) except -1:
         name = getattr(base, "__name__", None)
         is_pyarrow_array = is_pyarrow_array or name == "Array"
         trusted = trusted or name in _PYARROW_DLPACK_TRUSTED
-    return is_pyarrow_array and not trusted
+    # pyarrow before 26 exports unversioned capsules only, which cannot say
+    # that Arrow data is read-only: its Arrow capsules do.
+    return is_pyarrow_array and not (trusted and takes_max_version(t))
 
 
 cdef bint arrow_path_first(type t) except -1:
@@ -244,7 +246,8 @@ cdef bint arrow_path_first(type t) except -1:
     dimensions) and exports nulls inside tensor cells silently
     (docs/limitations.md), and refuses every other non-numeric array anyway.
     Only its plain integer and floating-point arrays keep the (faster)
-    DLPack route, whose result the differential tests prove identical.
+    DLPack route, whose result the differential tests prove identical, and
+    only where that route is versioned (pyarrow 26+).
     Other libraries' objects keep DLPack first: for an N-D object Arrow
     sees a column of rows.  Decided once per type (state).
     """

@@ -176,6 +176,11 @@ cdef int _keywords_taken(type t) except -2:
     return mask
 
 
+cdef bint takes_max_version(type t) except -1:
+    cdef int taken = _keywords_taken(t)
+    return taken != _KW_UNKNOWN and (taken & _KW_MAX_VERSION) != 0
+
+
 cdef object _call_dlpack(object obj, object stream, object max_version, object dl_device,
                          object copy, bint with_device_copy):
     if stream is None:

@@ -51,8 +51,19 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def _version(name: str, module: str) -> str | None:
+    """The version of the library a row describes (its distribution's)."""
+    if name == "dlpackarray":
+        import dlpackarray
+
+        return dlpackarray.__version__
+    from dlpackarray.cli.selfcheck import _distribution_version
+
+    return _distribution_version(module, module)
+
+
 def generate() -> dict:
-    """``{library: {expression, shows, ok, results: {rule id: [status, message]}}}``."""
+    """``{library: {expression, shows, version, ok, results: {rule id: [status, message]}}}``."""
     from dlpackarray.testing import check_conformance
 
     out = {}
@@ -63,6 +74,7 @@ def generate() -> dict:
         out[name] = {
             "expression": expr,
             "shows": shows,
+            "version": _version(name, module),
             "ok": report.ok,
             "results": {r.rule.id: [r.status, r.message] for r in report.results},
         }
@@ -192,12 +204,20 @@ def render(doc: dict) -> str:
     for rule_id, rule in RULES.items():
         lines.append(f"| `{rule_id}` | {rule.level} | {rule.statement} | {rule.reference} |")
     lines += ["", "## Expressions", ""]
-    lines += [f"- {lib}: `{doc[lib]['expression']}`" for lib in libs]
+    lines += [
+        f"- {lib} {doc[lib].get('version') or ''}".rstrip() + f": `{doc[lib]['expression']}`"
+        for lib in libs
+    ]
     return "\n".join(lines) + "\n"
 
 
-def check(doc: dict, folder: str) -> list[str]:
-    """Differences between ``doc`` and DIR/conformance.json (statuses only)."""
+def check(doc: dict, folder: str, not_compared: list[str] | None = None) -> list[str]:
+    """Differences between ``doc`` and DIR/conformance.json (statuses only).
+
+    A library installed in another version than the page records is not
+    compared (its behaviour may differ by right); its name and both versions
+    go to ``not_compared`` when a list is given.
+    """
     try:
         with open(f"{folder}/conformance.json") as f:
             old = json.load(f)
@@ -207,6 +227,11 @@ def check(doc: dict, folder: str) -> list[str]:
     for lib, entry in doc.items():
         if lib not in old:
             problems.append(f"{lib}: not on the committed page")
+            continue
+        recorded = old[lib].get("version")
+        if recorded is not None and recorded != entry.get("version"):
+            if not_compared is not None:
+                not_compared.append(f"{lib} {entry.get('version')} (the page has {recorded})")
             continue
         for rule_id, (status, _) in entry["results"].items():
             was = old[lib]["results"].get(rule_id, ["absent"])[0]
@@ -245,9 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             with open(f"{args.write}/conformance.md", "w") as f:
                 f.write(render(json.loads(json.dumps(doc, sort_keys=True))))
             return 0
-        problems = check(doc, args.check)
+        skipped: list[str] = []
+        problems = check(doc, args.check, skipped)
         for p in problems:
             print(p, file=sys.stderr)
+        for lib in skipped:
+            print(f"not compared, another version installed: {lib}", file=sys.stderr)
         if problems:
             print(
                 f"the committed page in {args.check} is stale: run `python -m dlpackarray "

@@ -379,11 +379,28 @@ def library_info(name: str, dist: str) -> LibraryInfo:
         installed = False
     version = None
     if installed:
-        try:
-            version = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            version = "unknown"
+        version = _distribution_version(name, dist) or "unknown"
     return LibraryInfo(name, installed, version)
+
+
+def _distribution_version(name: str, dist: str) -> str | None:
+    """The version of the distribution that installed module ``name``.
+
+    ``dist`` is the usual distribution; a module can come from another one
+    (CuPy's wheels are ``cupy-cuda12x``, ``cupy-cuda13x``, ...), which the
+    installed distributions' top-level names tell.
+    """
+    candidates = [dist]
+    try:
+        candidates += importlib.metadata.packages_distributions().get(name, [])
+    except Exception:  # a broken distribution's metadata: report what the usual name says
+        pass
+    for candidate in candidates:
+        try:
+            return importlib.metadata.version(candidate)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def collect(checks: Sequence[Check] = CHECKS) -> dict:
