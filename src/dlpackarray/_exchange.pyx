@@ -184,8 +184,10 @@ cdef bint _torch_state_not_in_table(object obj, type t) except -1:
     # A pinned tensor leaves the table labelled CPU, and the table never
     # synchronises: a non-blocking copy into it may still be running (seen on
     # an H100).  Its __dlpack_device__ says CUDA_HOST, which the __dlpack__
-    # path waits for (ready_after_request).  Pinning needs torch's CUDA state,
-    # so processes that never initialised it skip the is_pinned() query.
+    # path waits for (ready_after_request).  pin_memory() alone leaves
+    # torch.cuda._initialized False (H100, torch 2.11), but no torch work can
+    # be pending into it before a CUDA tensor exists, whose creation (also by
+    # from_dlpack) initialises it: other processes skip the is_pinned() query.
     return _torch_cuda_initialised() and bool(obj.is_pinned())
 
 
