@@ -345,6 +345,7 @@ def test_arrow_methods_follow_changes_to_the_class():
         raise NotImplementedError("only as a stream")
 
     Producer.__arrow_c_array__ = refuse
+
     def stream(self, requested_schema=None):
         return pa.chunked_array([second]).__arrow_c_stream__(requested_schema)
 
