@@ -35,7 +35,9 @@ Producer = F.Producer
 consume_arrow = F.consume_arrow
 pa_array = pa.array(a)
 arrow_only = ArrowOnly(pa_array)
-fst = pa.FixedShapeTensorArray.from_numpy_ndarray(np.ones((16, 8, 8), dtype=np.float32))
+x3 = np.ones((16, 8, 8), dtype=np.float32)
+fst = pa.FixedShapeTensorArray.from_numpy_ndarray(x3)
+TensorProducer = F.TensorProducer
 """
 # route -> [(label, statement)]: ours first, then the alternative, then the floor.
 ROUTES = {
@@ -78,6 +80,11 @@ ROUTES = {
         ("dlpackarray", "DLPackArray(fst)"),
         ("pyarrow", "fst.to_numpy_ndarray()"),
         ("floor", "consume_arrow(fst)"),
+    ],
+    "tensor export": [
+        ("dlpackarray", "pa.array(DLPackArray(x3))"),
+        ("pyarrow", "pa.FixedShapeTensorArray.from_numpy_ndarray(x3)"),
+        ("floor", "pa.array(TensorProducer(x3))"),
     ],
     "tensor to numpy": [
         ("dlpackarray", "np.asarray(DLPackArray(fst))"),

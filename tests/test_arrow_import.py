@@ -365,3 +365,35 @@ def test_arrow_methods_follow_changes_to_the_class():
     assert np.asarray(DLPackArray(Again(None))).tolist() == [0.0, 1.0, 2.0, 3.0]
     with pytest.raises(TypeError, match="cannot wrap a 'Producer' object"):
         DLPackArray(obj)
+
+
+def test_tensor_metadata_is_read_afresh_for_each_array():
+    """The tensor metadata parse is remembered per thread (issue 23): a
+    sequence of tensor types, repeated, permuted, of the same byte length,
+    and malformed, imports each one as its own metadata says."""
+    from arrow_forge import Forge, extension, producer
+
+    def tensor(shape, perm):
+        k = int(np.prod(shape))
+        storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(3 * k, dtype=np.int16)), k)
+        ftype = pa.fixed_shape_tensor(pa.int16(), shape, permutation=perm)
+        return pa.ExtensionArray.from_storage(ftype, storage)
+
+    def malformed():
+        f = Forge()
+        meta = extension(b"arrow.fixed_shape_tensor", b'{"shape":[2,3],"permutation":[1,1]}')
+        return producer(
+            "__arrow_c_array__",
+            f.pair(
+                [{"format": b"+w:6", "metadata": meta}, {"format": b"s"}],
+                [{"format": b"+w:6"}, {"format": b"s"}],
+            ),
+        ), f
+
+    cases = [([2, 3], None), ([3, 2], None), ([2, 3], [1, 0]), ([2, 3], None), ([6], None)]
+    for shape, perm in cases + cases[::-1]:
+        arr = tensor(shape, perm)
+        np.testing.assert_array_equal(np.asarray(DLPackArray(ArrayOnly(arr))), spec_tensor(arr))
+        obj, _forge = malformed()
+        with pytest.raises(ValueError, match="is not a permutation"):
+            DLPackArray(obj)
