@@ -434,6 +434,12 @@ void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
 
 void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
                       ArrowBinding* out) {
+  out->bit_packed = t.bit_packed;
+  arrow_bind_view(t, a, dev, &out->view, &out->bit_offset);
+}
+
+void arrow_bind_view(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev, TensorView* view,
+                     int64_t* bit_offset) {
   static constexpr const char* kListLayout =
       "a fixed-size list array has 1 buffer (validity) and 1 child";
   static constexpr const char* kLeafLayout =
@@ -475,7 +481,7 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
          "the Arrow array has " + std::to_string(n) + " values but a NULL data buffer");
   }
 
-  TensorView& v = out->view;
+  TensorView& v = *view;
   v.set_ndim(1 + t.cell_ndim);
   v.shape[0] = a.length;
   v.strides[0] = row_elems;
@@ -488,10 +494,9 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
   v.readonly = true;  // Arrow data is immutable once exported
   v.ready_stream = nullptr;
   v.byte_offset = 0;
-  out->bit_packed = t.bit_packed;
   if (t.bit_packed) {
     v.data = const_cast<void*>(values);
-    out->bit_offset = start;
+    *bit_offset = start;
     return;
   }
   const int64_t itemsize = dtype_itemsize(t.dtype);

@@ -156,10 +156,10 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
 cdef class ArrowArrayOwner:
     """Owns one imported Arrow array (moved out of its capsule or stream);
     releases it when the last view of its memory is gone."""
+    # Starts zeroed (tp_alloc and the freelist both clear the object), so
+    # held.array.release is NULL until an array is moved in: no __cinit__
+    # call on every import.
     cdef ArrowDeviceArray held
-
-    def __cinit__(self):
-        self.held.array.release = NULL
 
     def __dealloc__(self):
         if self.held.array.release != NULL:
@@ -404,7 +404,7 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     cdef ArrowTypeInfo info
     cdef ArrowArray* arr
     cdef ArrowDeviceArray* darr
-    cdef ArrowBinding binding
+    cdef int64_t bit_offset = 0
     cdef vector[ArrowBinding] chunks
     cdef DLDevice dev
     method = "__arrow_c_device_array__" if device else "__arrow_c_array__"
@@ -435,13 +435,16 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         owner.held.sync_event = NULL
         arr.release = NULL
     arrow_parse_schema(schema[0], &info)
-    # Bound on the stack: the vector (a heap block) only for the unpacking.
-    arrow_bind_array(info, owner.held.array, dev, &binding)
+    # Bound into the caller's descriptor (whose owner resets it on failure);
+    # a vector of bindings (a heap block) only for the unpacking.
+    arrow_bind_view(info, owner.held.array, dev, out, &bit_offset)
     # No row, no bit to unpack: as zero-copy as an empty stream.
-    if not binding.bit_packed or binding.view.shape[0] == 0:
-        dla_arrow_set_view(out, binding.view)
+    if not info.bit_packed or out.shape[0] == 0:
         return owner
-    chunks.push_back(binding)
+    chunks.resize(1)
+    dla_arrow_set_view(&chunks[0].view, out[0])
+    chunks[0].bit_offset = bit_offset
+    chunks[0].bit_packed = True
     return _concatenate(info, chunks, dev, out, copied, copy, "holds bit-packed booleans")
 
 
