@@ -246,7 +246,7 @@ cdef unsigned int _methods_version[_FIRST_CACHE_SIZE]
 cdef int _methods_mask[_FIRST_CACHE_SIZE]
 
 
-cdef int _arrow_methods(type t) noexcept:
+cdef inline int _arrow_methods(type t) noexcept:
     """Which of _ARROW_METHODS instances of ``t`` get from their class, as a
     mask of _HAS_* bits (0: no Arrow protocol)."""
     cdef PyTypeObject* tp = <PyTypeObject*>t
