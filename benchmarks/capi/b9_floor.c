@@ -547,8 +547,8 @@ static void tensor_dealloc(TensorProducer* self) {
 
 static PyMethodDef tensor_methods[] = {
     {"__arrow_c_schema__", (PyCFunction)tensor_schema, METH_NOARGS, NULL},
-    {"__arrow_c_array__", (PyCFunction)(void (*)(void))tensor_array,
-     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))tensor_array, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
     {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))tensor_device_array,
      METH_FASTCALL | METH_KEYWORDS, NULL},
     {NULL, NULL, 0, NULL},
