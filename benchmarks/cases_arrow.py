@@ -125,8 +125,11 @@ def _tensor_setup(rows: int, cell: tuple):
         fst = pa.FixedShapeTensorArray.from_numpy_ndarray(x)
         return {
             "np": np,
+            "pa": pa,
+            "x": x,
             "DLPackArray": dlpackarray.DLPackArray,
             "consume_arrow": floor_module().consume_arrow,
+            "TensorProducer": floor_module().TensorProducer,
             "fst": fst,
             "arrow_only": ArrowOnly(fst),
         }
@@ -452,6 +455,34 @@ def cases() -> list[Case]:
                     Target("dlpackarray", "pyarrow.to_numpy_ndarray", "<=", 1.0),
                 ],
                 params={"rows": rows, "cell": list(cell), "series": "tensor"},
+            )
+        )
+        out.append(
+            Case(
+                family="B9",
+                name=f"B9/tensor-export/{rows}x{'x'.join(map(str, cell))}",
+                title=f"export: float32 {rows} x {cell} ndarray into a FixedShapeTensorArray",
+                setup=_tensor_setup(rows, cell),
+                contenders=[
+                    Contender("dlpackarray", "pa.array(DLPackArray(x))"),
+                    Contender(
+                        "pyarrow.from_numpy_ndarray",
+                        "pa.FixedShapeTensorArray.from_numpy_ndarray(x)",
+                    ),
+                    Contender(
+                        _FLOOR_EXPORT,
+                        "pa.array(TensorProducer(x))",
+                        "an arrow.fixed_shape_tensor column from the minimal C producer"
+                        + _NOT_A_CONTENDER,
+                    ),
+                ],
+                anchor="pyarrow.from_numpy_ndarray",
+                floor=_FLOOR_EXPORT,
+                targets=[
+                    Target("dlpackarray", _FLOOR_EXPORT, "<=", 1.1),
+                    Target("dlpackarray", "pyarrow.from_numpy_ndarray", "<=", 1.0),
+                ],
+                params={"rows": rows, "cell": list(cell), "series": "tensor-export"},
             )
         )
     return out

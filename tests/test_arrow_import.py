@@ -301,3 +301,99 @@ def test_array_interfaces_and_dlpack_come_before_arrow():
     # keeps the 0-d shape, Arrow alone would give (1,).
     assert DLPackArray(DLPackArray(np.float64(2.0))).shape == ()
     assert DLPackArray(ArrayOnly(DLPackArray(np.float64(2.0)))).shape == (1,)
+
+
+def test_arrow_methods_follow_changes_to_the_class():
+    """Which Arrow methods a type has is cached per type (issue 23); a class
+    whose methods are replaced, added or deleted after an import is read
+    through its new methods, never a stale answer."""
+
+    class Producer:
+        def __init__(self, src):
+            self.src = src
+
+        def __arrow_c_array__(self, requested_schema=None):
+            return self.src.__arrow_c_array__(requested_schema)
+
+    first = pa.array(np.arange(4, dtype=np.float32))
+    second = pa.array(np.arange(10, 16, dtype=np.int64))
+    obj = Producer(first)
+    for _ in range(3):  # cached from here on
+        assert np.asarray(DLPackArray(obj)).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+    # A replaced method is the one called.
+    def replaced(self, requested_schema=None):
+        return second.__arrow_c_array__(requested_schema)
+
+    Producer.__arrow_c_array__ = replaced
+    d = DLPackArray(obj)
+    assert d.dtype == "int64" and np.asarray(d).tolist() == [10, 11, 12, 13, 14, 15]
+
+    # A device method added later takes precedence over the array method.
+    calls = []
+
+    def device_array(self, requested_schema=None, **kwargs):
+        calls.append("device")
+        return first.__arrow_c_device_array__(requested_schema)
+
+    Producer.__arrow_c_device_array__ = device_array
+    assert np.asarray(DLPackArray(obj)).tolist() == [0.0, 1.0, 2.0, 3.0] and calls == ["device"]
+    del Producer.__arrow_c_device_array__
+
+    # A stream added next to a refusing array method is read instead.
+    def refuse(self, requested_schema=None):
+        raise NotImplementedError("only as a stream")
+
+    Producer.__arrow_c_array__ = refuse
+
+    def stream(self, requested_schema=None):
+        return pa.chunked_array([second]).__arrow_c_stream__(requested_schema)
+
+    Producer.__arrow_c_stream__ = stream
+    assert np.asarray(DLPackArray(obj)).tolist() == [10, 11, 12, 13, 14, 15]
+
+    # Without any Arrow method the object is refused, and a subclass that
+    # adds one back is a type of its own.
+    del Producer.__arrow_c_array__, Producer.__arrow_c_stream__
+    with pytest.raises(TypeError, match="cannot wrap a 'Producer' object"):
+        DLPackArray(obj)
+
+    class Again(Producer):
+        def __arrow_c_array__(self, requested_schema=None):
+            return first.__arrow_c_array__(requested_schema)
+
+    assert np.asarray(DLPackArray(Again(None))).tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="cannot wrap a 'Producer' object"):
+        DLPackArray(obj)
+
+
+def test_tensor_metadata_is_read_afresh_for_each_array():
+    """The tensor metadata parse is remembered per thread (issue 23): a
+    sequence of tensor types, repeated, permuted, of the same byte length,
+    and malformed, imports each one as its own metadata says."""
+    from arrow_forge import Forge, extension, producer
+
+    def tensor(shape, perm):
+        k = int(np.prod(shape))
+        storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(3 * k, dtype=np.int16)), k)
+        ftype = pa.fixed_shape_tensor(pa.int16(), shape, permutation=perm)
+        return pa.ExtensionArray.from_storage(ftype, storage)
+
+    def malformed():
+        f = Forge()
+        meta = extension(b"arrow.fixed_shape_tensor", b'{"shape":[2,3],"permutation":[1,1]}')
+        return producer(
+            "__arrow_c_array__",
+            f.pair(
+                [{"format": b"+w:6", "metadata": meta}, {"format": b"s"}],
+                [{"format": b"+w:6"}, {"format": b"s"}],
+            ),
+        ), f
+
+    cases = [([2, 3], None), ([3, 2], None), ([2, 3], [1, 0]), ([2, 3], None), ([6], None)]
+    for shape, perm in cases + cases[::-1]:
+        arr = tensor(shape, perm)
+        np.testing.assert_array_equal(np.asarray(DLPackArray(ArrayOnly(arr))), spec_tensor(arr))
+        obj, _forge = malformed()
+        with pytest.raises(ValueError, match="is not a permutation"):
+            DLPackArray(obj)

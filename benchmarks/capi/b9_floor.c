@@ -8,6 +8,9 @@
  *   the GIL, as a release may run on any thread).  No validation beyond the
  *   buffer request, no options: the floor of an export, not a contender.
  *   __arrow_c_stream__ hands out the same array as a one-chunk stream.
+ * - TensorProducer(buffer): the same for a C-contiguous 2-D to 8-D float32
+ *   buffer, exported as an arrow.fixed_shape_tensor column (format and
+ *   extension metadata built once per producer).
  * - consume_arrow(obj): the least an Arrow importer does: calls
  *   obj.__arrow_c_array__(), checks the two capsule names, moves the array
  *   out of its capsule into a new owner object (released when the owner
@@ -19,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +341,228 @@ static PyTypeObject HostProducerType = {
     .tp_methods = host_methods,
 };
 
+/* -- fixed-shape tensor producer ------------------------------------------
+ * The same floor for N-D data: an arrow.fixed_shape_tensor column (a
+ * fixed-size list of prod(shape[1:]) values, one row per leading index).
+ * Format and extension metadata are built once per producer; each export
+ * mallocs one block per struct, parent and child together. */
+
+#define TENSOR_META_MAX 512
+
+typedef struct {
+  PyObject_HEAD Py_buffer view;
+  int64_t cell; /* values per row */
+  char format[32];
+  char metadata[TENSOR_META_MAX];
+} TensorProducer;
+
+typedef struct {
+  struct ArrowSchema top;
+  struct ArrowSchema child;
+  struct ArrowSchema* children[1];
+} TensorSchema;
+
+typedef struct {
+  const void* top_buffers[1];
+  const void* child_buffers[2];
+  struct ArrowArray child;
+  struct ArrowArray* children[1];
+  PyObject* owner;
+} TensorArrayPrivate;
+
+static void tensor_array_release(struct ArrowArray* a) {
+  TensorArrayPrivate* p = (TensorArrayPrivate*)a->private_data;
+  if (PyGILState_Check() && Py_REFCNT(p->owner) > 1) {
+    Py_DECREF(p->owner);
+  } else {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(p->owner);
+    PyGILState_Release(g);
+  }
+  free(p);
+  a->release = NULL;
+}
+
+static void child_array_release(struct ArrowArray* a) { a->release = NULL; }
+
+static void tensor_schema_release(struct ArrowSchema* s) {
+  TensorSchema* t = (TensorSchema*)s;
+  if (t->child.release != NULL) t->child.release(&t->child);
+  s->release = NULL;
+}
+
+static void tensor_schema_capsule_free(PyObject* c) {
+  struct ArrowSchema* s = PyCapsule_GetPointer(c, "arrow_schema");
+  if (s->release != NULL) s->release(s);
+  free(s); /* the TensorSchema block */
+}
+
+static PyObject* tensor_schema(TensorProducer* self, PyObject* unused) {
+  TensorSchema* t = malloc(sizeof *t);
+  if (t == NULL) return PyErr_NoMemory();
+  t->child.format = "f";
+  t->child.name = "";
+  t->child.metadata = NULL;
+  t->child.flags = 2;
+  t->child.n_children = 0;
+  t->child.children = NULL;
+  t->child.dictionary = NULL;
+  t->child.private_data = NULL;
+  t->child.release = schema_release;
+  t->children[0] = &t->child;
+  t->top.format = self->format;
+  t->top.name = "";
+  t->top.metadata = self->metadata;
+  t->top.flags = 2;
+  t->top.n_children = 1;
+  t->top.children = t->children;
+  t->top.dictionary = NULL;
+  t->top.private_data = NULL;
+  t->top.release = tensor_schema_release;
+  PyObject* c = PyCapsule_New(&t->top, "arrow_schema", tensor_schema_capsule_free);
+  if (c == NULL) free(t);
+  return c;
+}
+
+static int tensor_fill_array(TensorProducer* self, struct ArrowArray* a) {
+  TensorArrayPrivate* p = malloc(sizeof *p);
+  if (p == NULL) return -1;
+  p->top_buffers[0] = NULL;
+  p->child_buffers[0] = NULL;
+  p->child_buffers[1] = self->view.buf;
+  struct ArrowArray* c = &p->child;
+  c->length = self->view.shape[0] * self->cell;
+  c->null_count = 0;
+  c->offset = 0;
+  c->n_buffers = 2;
+  c->n_children = 0;
+  c->buffers = p->child_buffers;
+  c->children = NULL;
+  c->dictionary = NULL;
+  c->release = child_array_release;
+  c->private_data = NULL;
+  p->children[0] = c;
+  Py_INCREF(self);
+  p->owner = (PyObject*)self;
+  a->length = self->view.shape[0];
+  a->null_count = 0;
+  a->offset = 0;
+  a->n_buffers = 1;
+  a->n_children = 1;
+  a->buffers = p->top_buffers;
+  a->children = p->children;
+  a->dictionary = NULL;
+  a->release = tensor_array_release;
+  a->private_data = p;
+  return 0;
+}
+
+static PyObject* tensor_array(TensorProducer* self, PyObject* const* args, Py_ssize_t n,
+                              PyObject* kw) {
+  struct ArrowArray* a = malloc(sizeof *a);
+  if (a == NULL) return PyErr_NoMemory();
+  if (tensor_fill_array(self, a) != 0) {
+    free(a);
+    return PyErr_NoMemory();
+  }
+  PyObject* c = PyCapsule_New(a, "arrow_array", array_capsule_free);
+  if (c == NULL) {
+    a->release(a);
+    free(a);
+  }
+  return pair(tensor_schema(self, NULL), c);
+}
+
+static PyObject* tensor_device_array(TensorProducer* self, PyObject* const* args, Py_ssize_t n,
+                                     PyObject* kw) {
+  struct ArrowDeviceArray* a = malloc(sizeof *a);
+  if (a == NULL) return PyErr_NoMemory();
+  if (tensor_fill_array(self, &a->array) != 0) {
+    free(a);
+    return PyErr_NoMemory();
+  }
+  a->device_id = -1;
+  a->device_type = 1; /* ARROW_DEVICE_CPU */
+  a->sync_event = NULL;
+  a->reserved[0] = a->reserved[1] = a->reserved[2] = 0;
+  PyObject* c = PyCapsule_New(a, "arrow_device_array", device_array_capsule_free);
+  if (c == NULL) {
+    a->array.release(&a->array);
+    free(a);
+  }
+  return pair(tensor_schema(self, NULL), c);
+}
+
+/* Appends one int32-length-prefixed string (Arrow's metadata encoding). */
+static char* put_string(char* p, const char* s, int32_t n) {
+  memcpy(p, &n, sizeof n);
+  memcpy(p + sizeof n, s, (size_t)n);
+  return p + sizeof n + n;
+}
+
+static PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  PyObject* obj;
+  if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
+  TensorProducer* self = (TensorProducer*)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  if (PyObject_GetBuffer(obj, &self->view, PyBUF_ND | PyBUF_FORMAT) != 0) {
+    self->view.obj = NULL;
+    Py_DECREF(self);
+    return NULL;
+  }
+  const char* f = self->view.format;
+  if (self->view.ndim < 2 || self->view.ndim > 8 || f[0] != 'f' || f[1] != 0) {
+    PyErr_SetString(PyExc_TypeError, "the B9 tensor floor producer takes 2-D to 8-D float32");
+    Py_DECREF(self);
+    return NULL;
+  }
+  char json[256];
+  int len = snprintf(json, sizeof json, "{\"shape\":[");
+  self->cell = 1;
+  for (int i = 1; i < self->view.ndim; ++i) {
+    self->cell *= self->view.shape[i];
+    len += snprintf(json + len, sizeof json - (size_t)len, "%s%zd", i > 1 ? "," : "",
+                    self->view.shape[i]);
+  }
+  len += snprintf(json + len, sizeof json - (size_t)len, "]}");
+  snprintf(self->format, sizeof self->format, "+w:%lld", (long long)self->cell);
+  static const char kName[] = "ARROW:extension:name";
+  static const char kExt[] = "arrow.fixed_shape_tensor";
+  static const char kMeta[] = "ARROW:extension:metadata";
+  int32_t pairs = 2;
+  char* p = self->metadata;
+  memcpy(p, &pairs, sizeof pairs);
+  p += sizeof pairs;
+  p = put_string(p, kName, (int32_t)(sizeof kName - 1));
+  p = put_string(p, kExt, (int32_t)(sizeof kExt - 1));
+  p = put_string(p, kMeta, (int32_t)(sizeof kMeta - 1));
+  put_string(p, json, len);
+  return (PyObject*)self;
+}
+
+static void tensor_dealloc(TensorProducer* self) {
+  if (self->view.obj != NULL) PyBuffer_Release(&self->view);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyMethodDef tensor_methods[] = {
+    {"__arrow_c_schema__", (PyCFunction)tensor_schema, METH_NOARGS, NULL},
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))tensor_array, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))tensor_device_array,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject TensorProducerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.TensorProducer",
+    .tp_basicsize = sizeof(TensorProducer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = tensor_new,
+    .tp_dealloc = (destructor)tensor_dealloc,
+    .tp_methods = tensor_methods,
+};
+
 /* -- consumer ------------------------------------------------------------ */
 
 static void owner_free(PyObject* c) {
@@ -394,13 +620,17 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit_b9_floor(void) {
-  if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&HostProducerType) < 0) return NULL;
+  if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&HostProducerType) < 0 ||
+      PyType_Ready(&TensorProducerType) < 0)
+    return NULL;
   PyObject* m = PyModule_Create(&module);
   if (m == NULL) return NULL;
   Py_INCREF(&ProducerType);
   Py_INCREF(&HostProducerType);
+  Py_INCREF(&TensorProducerType);
   if (PyModule_AddObject(m, "Producer", (PyObject*)&ProducerType) < 0 ||
-      PyModule_AddObject(m, "HostProducer", (PyObject*)&HostProducerType) < 0) {
+      PyModule_AddObject(m, "HostProducer", (PyObject*)&HostProducerType) < 0 ||
+      PyModule_AddObject(m, "TensorProducer", (PyObject*)&TensorProducerType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

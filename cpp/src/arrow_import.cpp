@@ -312,6 +312,41 @@ std::string arrow_describe(const ArrowTypeInfo& t) {
 
 namespace {
 
+// parse_tensor_json, remembering this thread's last success: producers
+// export a fresh copy of the same extension metadata with every array of a
+// type, and the parse is a pure function of its bytes (a failure is never
+// remembered, so it is raised every time).
+void parse_tensor_json_memo(std::string_view json, arrow_meta::TensorParams* out) {
+  using arrow_meta::TensorParams;
+  // Plain data, zero-initialised: no guard on each thread_local access.
+  struct Memo {
+    size_t len_plus_one;  // 0: nothing remembered yet
+    char text[256];
+    int32_t ndim;
+    int64_t shape[TensorParams::kMaxCellNdim];
+    int64_t permutation[TensorParams::kMaxCellNdim];
+  };
+  static thread_local Memo memo;
+  if (json.size() + 1 == memo.len_plus_one &&
+      std::memcmp(json.data(), memo.text, json.size()) == 0) {
+    out->ndim = memo.ndim;
+    for (int32_t i = 0; i < out->ndim; ++i) {
+      out->shape[i] = memo.shape[i];
+      out->permutation[i] = memo.permutation[i];
+    }
+    return;
+  }
+  arrow_meta::parse_tensor_json(json, out);
+  if (json.size() > sizeof memo.text) return;
+  std::memcpy(memo.text, json.data(), json.size());
+  memo.len_plus_one = json.size() + 1;
+  memo.ndim = out->ndim;
+  for (int32_t i = 0; i < out->ndim; ++i) {
+    memo.shape[i] = out->shape[i];
+    memo.permutation[i] = out->permutation[i];
+  }
+}
+
 // arrow.fixed_shape_tensor: a fixed-size list of K = prod(shape) values.
 void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
   if (!starts_with(s.format, "+w:")) {
@@ -324,7 +359,7 @@ void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
   std::string_view json;
   arrow_meta::lookup(s.metadata, arrow_meta::kExtensionMetadata, &json);
   arrow_meta::TensorParams params;
-  arrow_meta::parse_tensor_json(json, &params);
+  parse_tensor_json_memo(json, &params);
   int64_t product = 1;
   for (int32_t i = 0; i < params.ndim; ++i) product = checked_mul(product, params.shape[i]);
   if (product != k) {
@@ -399,6 +434,12 @@ void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
 
 void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
                       ArrowBinding* out) {
+  out->bit_packed = t.bit_packed;
+  arrow_bind_view(t, a, dev, &out->view, &out->bit_offset);
+}
+
+void arrow_bind_view(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev, TensorView* view,
+                     int64_t* bit_offset) {
   static constexpr const char* kListLayout =
       "a fixed-size list array has 1 buffer (validity) and 1 child";
   static constexpr const char* kLeafLayout =
@@ -440,7 +481,7 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
          "the Arrow array has " + std::to_string(n) + " values but a NULL data buffer");
   }
 
-  TensorView& v = out->view;
+  TensorView& v = *view;
   v.set_ndim(1 + t.cell_ndim);
   v.shape[0] = a.length;
   v.strides[0] = row_elems;
@@ -453,10 +494,9 @@ void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
   v.readonly = true;  // Arrow data is immutable once exported
   v.ready_stream = nullptr;
   v.byte_offset = 0;
-  out->bit_packed = t.bit_packed;
   if (t.bit_packed) {
     v.data = const_cast<void*>(values);
-    out->bit_offset = start;
+    *bit_offset = start;
     return;
   }
   const int64_t itemsize = dtype_itemsize(t.dtype);

@@ -75,6 +75,25 @@ static_assert(table_fits_index(), "a dtype of kDtypes falls outside DtypeIndex")
 
 constexpr DtypeIndex kIndex = make_index();
 
+// Arrow primitive format character -> index into kDtypes, -1 where none:
+// every Arrow import reads its format, so one load instead of a scan.
+struct ArrowFormatIndex {
+  int8_t at[128];
+};
+
+constexpr ArrowFormatIndex make_arrow_index() {
+  ArrowFormatIndex ix{};
+  for (auto& slot : ix.at) slot = -1;
+  for (size_t i = 0; i < sizeof kDtypes / sizeof kDtypes[0]; ++i) {
+    const char* f = kDtypes[i].arrow;
+    // Every primitive format of the table is one ASCII character.
+    if (f != nullptr && f[0] > 0 && f[1] == '\0') ix.at[int(f[0])] = int8_t(i);
+  }
+  return ix;
+}
+
+constexpr ArrowFormatIndex kArrowIndex = make_arrow_index();
+
 const NamedDtype* find(DLDataType dt) {
   if (dt.lanes != 1 || dt.code >= kCodeSlots || dt.bits % 8 != 0 || dt.bits / 8 >= kByteSlots) {
     return nullptr;
@@ -317,16 +336,12 @@ const char* arrow_format_from_dtype(DLDataType dt) {
 }
 
 bool dtype_from_arrow_format(const char* format, DLDataType* out) {
-  // Every Arrow primitive format the table carries is one character: compare
-  // that character only (this runs on every Arrow import).
   if (format == nullptr || format[0] == '\0' || format[1] != '\0') return false;
-  for (const auto& d : kDtypes) {
-    if (d.arrow != nullptr && d.arrow[0] == format[0] && d.arrow[1] == '\0') {
-      *out = make(d.code, d.bits);
-      return true;
-    }
-  }
-  return false;
+  const auto c = static_cast<unsigned char>(format[0]);
+  if (c >= 128 || kArrowIndex.at[c] < 0) return false;
+  const NamedDtype& d = kDtypes[kArrowIndex.at[c]];
+  *out = make(d.code, d.bits);
+  return true;
 }
 
 DLDataType dtype_from_typestr(const char* typestr) {

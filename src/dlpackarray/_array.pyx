@@ -223,6 +223,12 @@ cdef int _check_copy_arg(object copy) except -1:
 
 cdef int _finish_import(DLPackArray self, object copy, object device, bint copied) except -1:
     """Applies the ``device`` and ``copy`` requests to a freshly imported view."""
+    if device is None and copy is not True:
+        return 0  # nothing asked (most imports): no TensorView built and destroyed
+    return _apply_requests(self, copy, device, copied)
+
+
+cdef int _apply_requests(DLPackArray self, object copy, object device, bint copied) except -1:
     cdef TensorView result
     cdef DLDevice target
     cdef DeviceRoute route

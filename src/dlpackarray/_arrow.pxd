@@ -106,6 +106,8 @@ cdef extern from "dlpackarray/arrow_bridge.hpp" namespace "dla" nogil:
     void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) except +raise_py_error
     void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
                           ArrowBinding* out) except +raise_py_error
+    void arrow_bind_view(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev,
+                         TensorView* view, int64_t* bit_offset) except +raise_py_error
     int64_t arrow_concat_layout(const ArrowTypeInfo& t, const vector[ArrowBinding]& chunks,
                                 DLDevice dev, TensorView* out) except +raise_py_error
     void arrow_concat(const vector[ArrowBinding]& chunks, void* dst) except +raise_py_error

@@ -6,6 +6,7 @@ device variants) inside the spec's PyCapsules; import reads any producer of
 those capsules into a view.  The C++ core (arrow_bridge.hpp) does the layout
 work; this module handles capsules, ownership and the Python-level rules.
 """
+cimport cython
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
 )
@@ -21,11 +22,17 @@ from dlpackarray._internal cimport (
     is_cuda_stream_device, synchronize_for_host_read, wait_arrow_sync_event,
 )
 
-# Probed in this order on import (docs/arrow.md, "Import").
+# Probed in this order on import (docs/arrow.md, "Import"); bit i of a type's
+# _arrow_methods mask says it has _ARROW_METHODS[i].
 cdef tuple _ARROW_METHODS = (
     "__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
     "__arrow_c_stream__",
 )
+cdef enum:
+    _HAS_DEVICE_ARRAY = 1
+    _HAS_ARRAY = 2
+    _HAS_DEVICE_STREAM = 4
+    _HAS_STREAM = 8
 
 
 # -- export ------------------------------------------------------------------------
@@ -143,13 +150,16 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
 
 # -- import ------------------------------------------------------------------------
 
+# One owner per import: a freelist recycles them without malloc/free (they
+# hold no Python references, so no GC state to reset).
+@cython.freelist(8)
 cdef class ArrowArrayOwner:
     """Owns one imported Arrow array (moved out of its capsule or stream);
     releases it when the last view of its memory is gone."""
+    # Starts zeroed (tp_alloc and the freelist both clear the object), so
+    # held.array.release is NULL until an array is moved in: no __cinit__
+    # call on every import.
     cdef ArrowDeviceArray held
-
-    def __cinit__(self):
-        self.held.array.release = NULL
 
     def __dealloc__(self):
         if self.held.array.release != NULL:
@@ -185,10 +195,7 @@ cdef class _StreamHolder:
 
 
 cdef bint has_arrow_protocol(type t):
-    for name in _ARROW_METHODS:
-        if type_has(t, name):
-            return True
-    return False
+    return _arrow_methods(t) != 0
 
 
 # pyarrow's array classes whose own __dlpack__ agrees with the Arrow
@@ -211,6 +218,15 @@ cdef extern from *:
     const bint DLA_ARROW_CACHE_TYPES
     unsigned int dla_arrow_type_version(PyTypeObject* t)
 
+cdef extern from *:
+    """
+    /* Cython copies a C++ member through a temporary (two copies). */
+    static inline void dla_arrow_set_view(dla::TensorView* dst, const dla::TensorView& src) {
+      *dst = src;
+    }
+    """
+    void dla_arrow_set_view(TensorView* dst, const TensorView& src)
+
 # Direct-mapped cache of arrow_path_first's answers, negative ones included:
 # on every DLPack import, so a C-level probe instead of a method-cache and a
 # dict lookup.
@@ -219,6 +235,37 @@ cdef enum:
 cdef PyTypeObject* _first_type[_FIRST_CACHE_SIZE]
 cdef unsigned int _first_version[_FIRST_CACHE_SIZE]
 cdef bint _first_answer[_FIRST_CACHE_SIZE]
+
+
+# The same cache for _arrow_methods' masks: every Arrow import probes all
+# four methods (four type lookups, twice), which this makes one C-level
+# probe.  A class whose attributes change gets a new version tag, so a stale
+# mask is never read (tests/test_arrow_import.py monkeypatches a class).
+cdef PyTypeObject* _methods_type[_FIRST_CACHE_SIZE]
+cdef unsigned int _methods_version[_FIRST_CACHE_SIZE]
+cdef int _methods_mask[_FIRST_CACHE_SIZE]
+
+
+cdef inline int _arrow_methods(type t) noexcept:
+    """Which of _ARROW_METHODS instances of ``t`` get from their class, as a
+    mask of _HAS_* bits (0: no Arrow protocol)."""
+    cdef PyTypeObject* tp = <PyTypeObject*>t
+    cdef size_t slot = (<uintptr_t>tp >> 4) % _FIRST_CACHE_SIZE
+    cdef unsigned int version = dla_arrow_type_version(tp)
+    if (DLA_ARROW_CACHE_TYPES and version != 0 and _methods_type[slot] == tp
+            and _methods_version[slot] == version):
+        return _methods_mask[slot]
+    cdef int mask = 0, bit = 1
+    for name in _ARROW_METHODS:
+        if type_has(t, name):
+            mask |= bit
+        bit <<= 1
+    version = dla_arrow_type_version(tp)  # type_has may have assigned one
+    if DLA_ARROW_CACHE_TYPES and version != 0:
+        _methods_type[slot] = tp
+        _methods_version[slot] = version
+        _methods_mask[slot] = mask
+    return mask
 
 
 cdef bint _arrow_first_uncached(type t) except -1:
@@ -291,11 +338,22 @@ cdef int raise_arrow_data_error(object obj) except -1:
     return 0
 
 
+cdef extern from "Python.h":
+    # Without Cython's error check: NULL (with an exception set) means "not a
+    # capsule of that name", as a valid capsule never holds NULL.
+    void* _capsule_get "PyCapsule_GetPointer"(object capsule, const char* name) noexcept
+    void PyErr_Clear() noexcept
+
+
 cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
-    if not PyCapsule_IsValid(capsule, name):
+    # One call checks the type and the name (PyCapsule_IsValid first did both
+    # twice on every import).
+    cdef void* p = _capsule_get(capsule, name)
+    if p == NULL:
+        PyErr_Clear()
         raise TypeError(f"{method} returned {_describe(capsule)}; expected an "
                         f"{name.decode()!r} PyCapsule")
-    return PyCapsule_GetPointer(capsule, name)
+    return p
 
 
 # Arrow device types (the same numbers as DLPack's) named in errors.
@@ -349,6 +407,7 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     cdef ArrowTypeInfo info
     cdef ArrowArray* arr
     cdef ArrowDeviceArray* darr
+    cdef int64_t bit_offset = 0
     cdef vector[ArrowBinding] chunks
     cdef DLDevice dev
     method = "__arrow_c_device_array__" if device else "__arrow_c_array__"
@@ -379,12 +438,16 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         owner.held.sync_event = NULL
         arr.release = NULL
     arrow_parse_schema(schema[0], &info)
-    chunks.resize(1)
-    arrow_bind_array(info, owner.held.array, dev, &chunks[0])
+    # Bound into the caller's descriptor (whose owner resets it on failure);
+    # a vector of bindings (a heap block) only for the unpacking.
+    arrow_bind_view(info, owner.held.array, dev, out, &bit_offset)
     # No row, no bit to unpack: as zero-copy as an empty stream.
-    if not chunks[0].bit_packed or chunks[0].view.shape[0] == 0:
-        out[0] = chunks[0].view
+    if not info.bit_packed or out.shape[0] == 0:
         return owner
+    chunks.resize(1)
+    dla_arrow_set_view(&chunks[0].view, out[0])
+    chunks[0].bit_offset = bit_offset
+    chunks[0].bit_packed = True
     return _concatenate(info, chunks, dev, out, copied, copy, "holds bit-packed booleans")
 
 
@@ -541,13 +604,13 @@ cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object co
     An object whose ``__arrow_c_array__`` refuses (a chunked nanoarrow Array
     has only a stream) is read through its stream instead.
     """
-    cdef type t = type(obj)
+    cdef int methods = _arrow_methods(type(obj))
     copied[0] = False
-    if type_has(t, "__arrow_c_device_array__"):
+    if methods & _HAS_DEVICE_ARRAY:
         return _from_array_pair(obj.__arrow_c_device_array__(), True, out, copied, copy)
-    has_device_stream = type_has(t, "__arrow_c_device_stream__")
-    if type_has(t, "__arrow_c_array__"):
-        if not (has_device_stream or type_has(t, "__arrow_c_stream__")):
+    cdef bint has_device_stream = (methods & _HAS_DEVICE_STREAM) != 0
+    if methods & _HAS_ARRAY:
+        if not (methods & (_HAS_DEVICE_STREAM | _HAS_STREAM)):
             return _from_array_pair(obj.__arrow_c_array__(), False, out, copied, copy)
         try:
             result = obj.__arrow_c_array__()

@@ -106,6 +106,12 @@ struct ArrowBinding {
 // bitmap is read through a small device-to-host copy.
 void arrow_bind_array(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev, ArrowBinding* out);
 
+// The same into a view of the caller's (an import's own descriptor, with no
+// copy of it): bit-packed booleans (t.bit_packed) set *bit_offset.  On an
+// exception `view` holds no valid description.
+void arrow_bind_view(const ArrowTypeInfo& t, const ArrowArray& a, DLDevice dev, TensorView* view,
+                     int64_t* bit_offset);
+
 // The concatenation of `chunks` (rows stacked; every chunk of type `t`) as a
 // dense C-ordered view on `dev` with data = nullptr, and its size in bytes.
 int64_t arrow_concat_layout(const ArrowTypeInfo& t, const std::vector<ArrowBinding>& chunks,
