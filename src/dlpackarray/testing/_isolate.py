@@ -47,9 +47,10 @@ def _run(cmd) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, child.returncode, out, err)
 
 
-def _split(stderr: str) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """(probe announcements as (family, rule, action), the other stderr lines)."""
-    probes, other = [], []
+def _split(stderr: str) -> tuple[list[tuple[str, str | None, str]], list[str]]:
+    """(probe announcements as (family, rule or None, action), the other stderr lines)."""
+    probes: list[tuple[str, str | None, str]] = []
+    other: list[str] = []
     for line in stderr.splitlines():
         if line.startswith(TRACE_PREFIX):
             family, rule, action = (line[len(TRACE_PREFIX) :].split("\t", 2) + ["", ""])[:3]

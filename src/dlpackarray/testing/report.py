@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TextIO
 
 PASS = "pass"
 FAIL = "fail"
@@ -124,7 +125,7 @@ class ConformanceReport:
 
 #: Where probes announce themselves (``note``): the isolated child's stderr, so that the
 #: parent can name the probe that was running when the child died.  None: silent.
-TRACE = None
+TRACE: TextIO | None = None
 #: The prefix of an announcement line (the rest: family, rule or "-", action; tab-separated).
 TRACE_PREFIX = "dlpackarray-conform-probe\t"
 
