@@ -12,12 +12,15 @@ from cpython.pycapsule cimport (
 )
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._internal cimport HeapOwner, device_tuple, takes_max_version, type_has
+from dlpackarray._type_cache cimport (
+    TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
+)
 from dlpackarray._internal cimport (
     is_cuda_stream_device, synchronize_for_host_read, wait_arrow_sync_event,
 )
@@ -204,22 +207,6 @@ cdef tuple _PYARROW_DLPACK_TRUSTED = ("IntegerArray", "FloatingPointArray")
 
 cdef extern from *:
     """
-    /* (type, version tag) names one state of a type (see _exchange.pyx); the
-       tag is 0 for types that cannot be cached. */
-    static inline unsigned int dla_arrow_type_version(PyTypeObject* t) {
-      return t->tp_version_tag;
-    }
-    #ifdef Py_GIL_DISABLED
-    #define DLA_ARROW_CACHE_TYPES 0
-    #else
-    #define DLA_ARROW_CACHE_TYPES 1
-    #endif
-    """
-    const bint DLA_ARROW_CACHE_TYPES
-    unsigned int dla_arrow_type_version(PyTypeObject* t)
-
-cdef extern from *:
-    """
     /* Cython copies a C++ member through a temporary (two copies). */
     static inline void dla_arrow_set_view(dla::TensorView* dst, const dla::TensorView& src) {
       *dst = src;
@@ -227,44 +214,28 @@ cdef extern from *:
     """
     void dla_arrow_set_view(TensorView* dst, const TensorView& src)
 
-# Direct-mapped cache of arrow_path_first's answers, negative ones included:
-# on every DLPack import, so a C-level probe instead of a method-cache and a
-# dict lookup.
-cdef enum:
-    _FIRST_CACHE_SIZE = 64
-cdef PyTypeObject* _first_type[_FIRST_CACHE_SIZE]
-cdef unsigned int _first_version[_FIRST_CACHE_SIZE]
-cdef bint _first_answer[_FIRST_CACHE_SIZE]
-
-
-# The same cache for _arrow_methods' masks: every Arrow import probes all
-# four methods (four type lookups, twice), which this makes one C-level
-# probe.  A class whose attributes change gets a new version tag, so a stale
-# mask is never read (tests/test_arrow_import.py monkeypatches a class).
-cdef PyTypeObject* _methods_type[_FIRST_CACHE_SIZE]
-cdef unsigned int _methods_version[_FIRST_CACHE_SIZE]
-cdef int _methods_mask[_FIRST_CACHE_SIZE]
+# Direct-mapped caches (_type_cache.pxd), negative answers included: of
+# arrow_path_first's answers (on every DLPack import) and of _arrow_methods'
+# masks (every Arrow import probes all four methods, twice).  A class whose
+# attributes change gets a new version tag, so a stale answer is never read
+# (tests/test_arrow_import.py monkeypatches a class).
+cdef TypeSlot _first_answers[TYPE_CACHE_SIZE]
+cdef TypeSlot _method_masks[TYPE_CACHE_SIZE]
 
 
 cdef inline int _arrow_methods(type t) noexcept:
     """Which of _ARROW_METHODS instances of ``t`` get from their class, as a
     mask of _HAS_* bits (0: no Arrow protocol)."""
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef size_t slot = (<uintptr_t>tp >> 4) % _FIRST_CACHE_SIZE
-    cdef unsigned int version = dla_arrow_type_version(tp)
-    if (DLA_ARROW_CACHE_TYPES and version != 0 and _methods_type[slot] == tp
-            and _methods_version[slot] == version):
-        return _methods_mask[slot]
+    cdef TypeSlot* slot = type_slot(_method_masks, tp)
+    if type_slot_hit(slot, tp):
+        return <int>slot.value
     cdef int mask = 0, bit = 1
     for name in _ARROW_METHODS:
         if type_has(t, name):
             mask |= bit
         bit <<= 1
-    version = dla_arrow_type_version(tp)  # type_has may have assigned one
-    if DLA_ARROW_CACHE_TYPES and version != 0:
-        _methods_type[slot] = tp
-        _methods_version[slot] = version
-        _methods_mask[slot] = mask
+    type_slot_store(slot, tp, mask)
     return mask
 
 
@@ -299,17 +270,11 @@ cdef bint arrow_path_first(type t) except -1:
     sees a column of rows.  Decided once per type (state).
     """
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef size_t slot = (<uintptr_t>tp >> 4) % _FIRST_CACHE_SIZE
-    cdef unsigned int version = dla_arrow_type_version(tp)
-    if (DLA_ARROW_CACHE_TYPES and version != 0 and _first_type[slot] == tp
-            and _first_version[slot] == version):
-        return _first_answer[slot]
+    cdef TypeSlot* slot = type_slot(_first_answers, tp)
+    if type_slot_hit(slot, tp):
+        return <bint>slot.value
     cdef bint answer = _arrow_first_uncached(t)
-    version = dla_arrow_type_version(tp)  # type_has may have assigned one
-    if DLA_ARROW_CACHE_TYPES and version != 0:
-        _first_type[slot] = tp
-        _first_version[slot] = version
-        _first_answer[slot] = answer
+    type_slot_store(slot, tp, answer)
     return answer
 
 

@@ -5,9 +5,12 @@ from cpython.long cimport PyLong_AsVoidPtr
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.type cimport PyType_IsSubtype
 from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetPointer, PyCapsule_IsValid
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport intptr_t
 
 from dlpackarray._internal cimport _PyType_Lookup
+from dlpackarray._type_cache cimport (
+    TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
+)
 from dlpackarray.abi cimport DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPI, kDLCPU
 from dlpackarray.core cimport kCapsuleExchangeApi, kDLPackMajorVersion, kFlagIsCopied, kFlagReadOnly
 from dlpackarray.core cimport (
@@ -58,30 +61,9 @@ cdef object view_from_managed_legacy(DLManagedTensor* m, TensorView* out):
 
 
 # -- consumer: per-type cache of exchange tables --------------------------------
-cdef extern from *:
-    """
-    /* A type's version tag changes (or becomes 0) whenever the type or one of
-       its bases is modified, so (type, tag) identifies one state of a type:
-       a cached answer is valid exactly while both match. */
-    static inline unsigned int dla_type_version(PyTypeObject* t) { return t->tp_version_tag; }
-    /* Without a GIL nothing serialises the cache: look the table up each time. */
-    #ifdef Py_GIL_DISABLED
-    #define DLA_CACHE_TYPES 0
-    #else
-    #define DLA_CACHE_TYPES 1
-    #endif
-    """
-    const bint DLA_CACHE_TYPES
-    unsigned int dla_type_version(PyTypeObject* t)
-
-# Direct-mapped cache: a C-level probe per import, no dict and no attribute
-# lookup while a type's entry stays valid (negative answers are cached too,
-# so producers without a table pay nothing either).
-cdef enum:
-    _CACHE_SIZE = 64
-cdef PyTypeObject* _cache_type[_CACHE_SIZE]
-cdef unsigned int _cache_version[_CACHE_SIZE]
-cdef const DLPackExchangeAPI* _cache_api[_CACHE_SIZE]
+# Negative answers are cached too, so producers without a table pay nothing
+# either (_type_cache.pxd).
+cdef TypeSlot _tables[TYPE_CACHE_SIZE]
 
 cdef str _ATTR_CAPSULE = "__dlpack_c_exchange_api__"  # DLPack 1.3
 cdef str _ATTR_INT = "__c_dlpack_exchange_api__"      # DLPack 1.2 era: address as int
@@ -116,19 +98,11 @@ cdef const DLPackExchangeAPI* _lookup(PyTypeObject* t) except? NULL:
 
 cdef const DLPackExchangeAPI* exchange_api_of(type t) except? NULL:
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef size_t slot = (<uintptr_t>tp >> 4) % _CACHE_SIZE
-    cdef unsigned int version = dla_type_version(tp)
-    if not DLA_CACHE_TYPES:
-        return _lookup(tp)
-    if _cache_type[slot] == tp and _cache_version[slot] == version and version != 0:
-        return _cache_api[slot]
+    cdef TypeSlot* slot = type_slot(_tables, tp)
+    if type_slot_hit(slot, tp):
+        return <const DLPackExchangeAPI*>slot.value
     cdef const DLPackExchangeAPI* api = _lookup(tp)
-    # _PyType_Lookup assigns a version tag when the type can have one.
-    version = dla_type_version(tp)
-    if version != 0:
-        _cache_type[slot] = tp
-        _cache_version[slot] = version
-        _cache_api[slot] = api
+    type_slot_store(slot, tp, <intptr_t>api)
     return api
 
 
