@@ -169,12 +169,10 @@ static PyObject* pair(PyObject* schema, PyObject* array) {
   return t;
 }
 
-static PyObject* producer_schema(Producer* self, PyObject* unused) { return new_schema(self); }
-
-static PyObject* producer_array(Producer* self, PyObject* const* args, Py_ssize_t n, PyObject* kw) {
-  struct ArrowArray* a = malloc(sizeof *a);
-  if (a == NULL) return PyErr_NoMemory();
-  if (fill_array(self, a) != 0) {
+/* The capsule owning a malloc'd array its producer has just filled
+ * (fill_status 0), or NULL with an exception set and nothing left allocated. */
+static PyObject* array_capsule(struct ArrowArray* a, int fill_status) {
+  if (fill_status != 0) {
     free(a);
     return PyErr_NoMemory();
   }
@@ -183,14 +181,12 @@ static PyObject* producer_array(Producer* self, PyObject* const* args, Py_ssize_
     a->release(a);
     free(a);
   }
-  return pair(new_schema(self), c);
+  return c;
 }
 
-static PyObject* producer_device_array(Producer* self, PyObject* const* args, Py_ssize_t n,
-                                       PyObject* kw) {
-  struct ArrowDeviceArray* a = malloc(sizeof *a);
-  if (a == NULL) return PyErr_NoMemory();
-  if (fill_array(self, &a->array) != 0) {
+/* The same for a CPU device array around the filled array. */
+static PyObject* device_array_capsule(struct ArrowDeviceArray* a, int fill_status) {
+  if (fill_status != 0) {
     free(a);
     return PyErr_NoMemory();
   }
@@ -203,7 +199,22 @@ static PyObject* producer_device_array(Producer* self, PyObject* const* args, Py
     a->array.release(&a->array);
     free(a);
   }
-  return pair(new_schema(self), c);
+  return c;
+}
+
+static PyObject* producer_schema(Producer* self, PyObject* unused) { return new_schema(self); }
+
+static PyObject* producer_array(Producer* self, PyObject* const* args, Py_ssize_t n, PyObject* kw) {
+  struct ArrowArray* a = malloc(sizeof *a);
+  if (a == NULL) return PyErr_NoMemory();
+  return pair(new_schema(self), array_capsule(a, fill_array(self, a)));
+}
+
+static PyObject* producer_device_array(Producer* self, PyObject* const* args, Py_ssize_t n,
+                                       PyObject* kw) {
+  struct ArrowDeviceArray* a = malloc(sizeof *a);
+  if (a == NULL) return PyErr_NoMemory();
+  return pair(new_schema(self), device_array_capsule(a, fill_array(self, &a->array)));
 }
 
 /* A one-chunk stream; private_data is the producer (a strong reference)
@@ -461,36 +472,15 @@ static PyObject* tensor_array(TensorProducer* self, PyObject* const* args, Py_ss
                               PyObject* kw) {
   struct ArrowArray* a = malloc(sizeof *a);
   if (a == NULL) return PyErr_NoMemory();
-  if (tensor_fill_array(self, a) != 0) {
-    free(a);
-    return PyErr_NoMemory();
-  }
-  PyObject* c = PyCapsule_New(a, "arrow_array", array_capsule_free);
-  if (c == NULL) {
-    a->release(a);
-    free(a);
-  }
-  return pair(tensor_schema(self, NULL), c);
+  return pair(tensor_schema(self, NULL), array_capsule(a, tensor_fill_array(self, a)));
 }
 
 static PyObject* tensor_device_array(TensorProducer* self, PyObject* const* args, Py_ssize_t n,
                                      PyObject* kw) {
   struct ArrowDeviceArray* a = malloc(sizeof *a);
   if (a == NULL) return PyErr_NoMemory();
-  if (tensor_fill_array(self, &a->array) != 0) {
-    free(a);
-    return PyErr_NoMemory();
-  }
-  a->device_id = -1;
-  a->device_type = 1; /* ARROW_DEVICE_CPU */
-  a->sync_event = NULL;
-  a->reserved[0] = a->reserved[1] = a->reserved[2] = 0;
-  PyObject* c = PyCapsule_New(a, "arrow_device_array", device_array_capsule_free);
-  if (c == NULL) {
-    a->array.release(&a->array);
-    free(a);
-  }
-  return pair(tensor_schema(self, NULL), c);
+  return pair(tensor_schema(self, NULL),
+              device_array_capsule(a, tensor_fill_array(self, &a->array)));
 }
 
 /* Appends one int32-length-prefixed string (Arrow's metadata encoding). */
