@@ -374,3 +374,28 @@ def test_memoryview_export_matches_numpy(shape, data):
     np.testing.assert_array_equal(np.asarray(mv), v)
     assert address(np.asarray(mv)) == address(v)
     assert mv.c_contiguous == v.flags.c_contiguous
+
+
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=12), st.data())
+def test_repeated_exports_keep_the_strides_of_the_first(shape, data):
+    """The byte strides are made on the first export (inside the object up to 8
+    dimensions, in a vector beyond) and reused: every export of a fresh or
+    already-exported array, before and after a refused one, has the view's strides."""
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    idx = tuple(slice(None, None, data.draw(st.sampled_from([1, 2, -1]))) for _ in shape)
+    v = a[idx]
+    readonly = data.draw(st.booleans())
+    if readonly:
+        v = v.view()
+        v.flags.writeable = False
+    d = DLPackArray(v)
+    if readonly and data.draw(st.booleans()):
+        with pytest.raises(BufferError, match="read-only"):
+            get_buffer(d, PyBUF_WRITABLE)
+    for _ in range(2):
+        mv = memoryview(d)
+        assert mv.shape == v.shape
+        assert used_strides(v.shape, mv.strides) == used_strides(v.shape, v.strides)
+        np.testing.assert_array_equal(np.asarray(mv), v)
+        assert address(np.asarray(mv)) == address(v)
+        mv.release()

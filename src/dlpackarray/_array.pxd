@@ -26,9 +26,12 @@ cdef class DLPackArray:
     # HeapOwner, or an owner of another protocol module); shared by every
     # view of the data.
     cdef object owner
-    # Byte strides of buffer-protocol exports, made on the first one.  A C++
-    # member, destroyed by the generated tp_dealloc: the class needs no
+    # Byte strides of buffer-protocol exports, made on the first one: inside
+    # the object up to 8 dimensions (a fresh array read once, as in
+    # np.asarray(DLPackArray(x)), allocates nothing), else in the vector.  A
+    # C++ member, destroyed by the generated tp_dealloc: the class needs no
     # __dealloc__, whose error-state save/restore every array would pay.
+    cdef Py_ssize_t _byte_strides_inline[8]
     cdef vector[Py_ssize_t] _byte_strides
     # The request-independent part of buffer exports, made on the first one.
     cdef BufferLayout _buffer_layout

@@ -700,15 +700,24 @@ cdef class DLPackArray:
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         check_ready(self)
         cdef int i
+        cdef Py_ssize_t* strides
         if self._view.ndim == 0:
             fill_buffer(buffer, self, &self._view, NULL, flags, &self._buffer_layout)
             return
-        if self._byte_strides.empty():
-            self._byte_strides.resize(self._view.ndim)
-            for i in range(self._view.ndim):
-                self._byte_strides[i] = byte_stride(self._view, i)
-        fill_buffer(buffer, self, &self._view, self._byte_strides.data(), flags,
-                    &self._buffer_layout)
+        if self._view.ndim <= 8:
+            strides = self._byte_strides_inline
+            # The layout is measured after the strides are made: before the
+            # first successful export both are (re)made.
+            if not self._buffer_layout.known:
+                for i in range(self._view.ndim):
+                    strides[i] = byte_stride(self._view, i)
+        else:
+            if self._byte_strides.empty():
+                self._byte_strides.resize(self._view.ndim)
+                for i in range(self._view.ndim):
+                    self._byte_strides[i] = byte_stride(self._view, i)
+            strides = self._byte_strides.data()
+        fill_buffer(buffer, self, &self._view, strides, flags, &self._buffer_layout)
 
     # -- properties -----------------------------------------------------------
     @property
