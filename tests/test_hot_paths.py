@@ -15,6 +15,8 @@ import itertools
 
 import ml_dtypes
 import numpy as np
+import pyarrow as pa
+import pytest
 from dlpack_ctypes import capsule_name, tensor_fields
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -176,3 +178,63 @@ def test_buffer_requests_in_any_order_answer_as_on_a_fresh_array(source, request
     x = DLPackArray(src)
     for flags in requests:
         assert buffer_answer(x, flags) == buffer_answer(DLPackArray(src), flags), flags
+
+
+def _device_method_reference(requested_schema=None, *, copy=None, **kwargs):
+    """The signature the Arrow device methods declare, bound by Python itself."""
+    return requested_schema, copy, kwargs
+
+
+ARROW_CALLS = [
+    ((), {}),
+    ((None,), {}),
+    ((None, None), {}),
+    ((), {"requested_schema": None}),
+    ((None,), {"requested_schema": None}),
+    ((), {"copy": None}),
+    ((), {"copy": True}),
+    ((), {"copy": False}),
+    ((None,), {"copy": None, "future": None}),
+    ((), {"future": None, "later": None}),
+    ((), {"future": 1}),
+    ((), {"copy": None, "future": None, "other": "x"}),
+    ((), {"requested_schema": None, "copy": True, "future": None}),
+]
+
+
+@given(st.sampled_from(ARROW_CALLS), st.booleans(), st.booleans())
+def test_arrow_device_methods_bind_their_arguments_as_declared(call, stream, strided):
+    """The hand-written argument handling of __arrow_c_device_array__ and
+    __arrow_c_device_stream__ (_fastcall.pyx) answers every call as the
+    declared signature ``(requested_schema=None, *, copy=None, **kwargs)``
+    does: TypeError where Python's binding fails, NotImplementedError for a
+    future keyword that is not None, else the export (a copy only if asked
+    for or needed)."""
+    args, kwargs = call
+    a = np.arange(12, dtype=np.int32)
+    if strided:
+        a = a[::2]
+    d = DLPackArray(a)
+    method = d.__arrow_c_device_stream__ if stream else d.__arrow_c_device_array__
+    try:
+        _, copy, extra = _device_method_reference(*args, **kwargs)
+    except TypeError:
+        with pytest.raises(TypeError, match=method.__name__):
+            method(*args, **kwargs)
+        return
+    refused = sorted(k for k, v in extra.items() if v is not None)
+    if refused:
+        with pytest.raises(NotImplementedError, match=str(refused).replace("[", r"\[")):
+            method(*args, **kwargs)
+        return
+    if copy is False and strided:
+        with pytest.raises(BufferError):
+            method(*args, **kwargs)
+        return
+    out = method(*args, **kwargs)
+    if stream:
+        assert capsule_name(out) == "arrow_device_array_stream"
+    else:
+        schema, array = out
+        arr = pa.Array._import_from_c_device_capsule(schema, array)
+        np.testing.assert_array_equal(arr.to_numpy(), a)

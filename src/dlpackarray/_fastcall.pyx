@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Hand-written argument handling for the hottest method, ``DLPackArray.__dlpack__``.
+"""Hand-written argument handling for the hottest methods: ``DLPackArray.__dlpack__``
+and the Arrow device methods.
 
 Every exchange calls ``__dlpack__`` once with one to four keywords.  Cython's
 generic keyword parser (new references for every default, a lookup table,
@@ -10,6 +11,12 @@ signature, same errors, and the same ``export_capsule`` doing the work --
 except for the commonest request (``max_version`` only, a view with no
 pending stream), which is built here directly: the very capsule
 ``export_capsule`` would make, without its keyword checks.
+
+``__arrow_c_device_array__`` and ``__arrow_c_device_stream__`` take
+``**kwargs`` (the PyCapsule interface's future keywords); Cython built and
+freed a dictionary for them on every call, which is what pyarrow, polars and
+every device-aware consumer make.  Their replacements build one only when an
+unknown keyword is passed, then call the same ``export_arrow``.
 """
 import sys
 
@@ -18,7 +25,7 @@ from cpython.ref cimport Py_INCREF
 
 from dlpackarray.core cimport kFlagReadOnly, new_versioned_capsule
 from dlpackarray._internal cimport DLPackArray, check_ready
-from dlpackarray._internal cimport export_capsule, is_versioned_request
+from dlpackarray._internal cimport export_arrow, export_capsule, is_versioned_request
 
 
 cdef extern from "Python.h":
@@ -189,28 +196,75 @@ cdef object _dlpack_fastcall(object self, PyObject** args, Py_ssize_t nargs,
                           <object>values[3])
 
 
-# The method table entry of the replacement; it must live as long as the type.
+cdef str _REQUESTED_SCHEMA = sys.intern("requested_schema")
+
+
+cdef object _arrow_device_call(object self, PyObject** args, Py_ssize_t nargs,
+                               PyObject* kwnames, bint stream, str name):
+    """``(requested_schema=None, *, copy=None, **kwargs)`` read without a
+    dictionary unless a keyword other than those two is passed."""
+    cdef Py_ssize_t i
+    cdef PyObject* schema = <PyObject*>None
+    cdef PyObject* copy = <PyObject*>None
+    cdef dict extra = None
+    if nargs > 1:
+        raise TypeError(f"{name}() takes at most 1 positional argument ({nargs} given)")
+    if nargs == 1:
+        schema = args[0]
+    if kwnames != NULL:
+        for i in range(_names_size(kwnames)):
+            key = <object>_names_item(kwnames, i)
+            if key is _REQUESTED_SCHEMA or key == _REQUESTED_SCHEMA:
+                if nargs == 1:
+                    raise TypeError(f"{name}() got multiple values for keyword argument "
+                                    "'requested_schema'")
+                schema = args[nargs + i]
+            elif key is _COPY or key == _COPY:
+                copy = args[nargs + i]
+            else:
+                if extra is None:
+                    extra = {}
+                extra[key] = <object>args[nargs + i]
+    check_ready(<DLPackArray>self)
+    return export_arrow(&(<DLPackArray>self)._view, (<DLPackArray>self).owner, <object>schema,
+                        <object>copy, True, stream, extra)
+
+
+cdef object _device_array_fastcall(object self, PyObject** args, Py_ssize_t nargs,
+                                   PyObject* kwnames):
+    return _arrow_device_call(self, args, nargs, kwnames, False, "__arrow_c_device_array__")
+
+
+cdef object _device_stream_fastcall(object self, PyObject** args, Py_ssize_t nargs,
+                                    PyObject* kwnames):
+    return _arrow_device_call(self, args, nargs, kwnames, True, "__arrow_c_device_stream__")
+
+
+# The method table entries of the replacements; they must live as long as the type.
 cdef _MethodDef _DLPACK_METHOD
+cdef _MethodDef _DEVICE_ARRAY_METHOD
+cdef _MethodDef _DEVICE_STREAM_METHOD
 
 
-cdef int _install() except -1:
-    """Points DLPackArray.__dlpack__ at _dlpack_fastcall, keeping Cython's
-    name, flags and docstring (which holds the text signature).  Leaves
-    Cython's method in place if it is not the expected fastcall method
-    descriptor (another Cython configuration or Python implementation)."""
-    global _DLPACK_METHOD
-    descr = DLPackArray.__dict__["__dlpack__"]
+cdef int _install(str name, _MethodDef* entry, void* function) except -1:
+    """Points DLPackArray.<name> at ``function``, keeping Cython's name, flags
+    and docstring (which holds the text signature).  Leaves Cython's method
+    in place if it is not the expected fastcall method descriptor (another
+    Cython configuration or Python implementation)."""
+    descr = DLPackArray.__dict__[name]
     if type(descr) is not type(list.append):
         return 0
     cdef _MethodDef* original = (<_MethodDescr*><PyObject*>descr).d_method
     if original.ml_flags != (METH_FASTCALL | METH_KEYWORDS):
         return 0
-    _DLPACK_METHOD = original[0]
-    _DLPACK_METHOD.ml_meth = <_CFunction><void*>_dlpack_fastcall
-    replacement = PyDescr_NewMethod(<PyTypeObject*>DLPackArray, &_DLPACK_METHOD)
-    PyDict_SetItem((<_TypeDict*><PyObject*>DLPackArray).tp_dict, "__dlpack__", replacement)
+    entry[0] = original[0]
+    entry.ml_meth = <_CFunction>function
+    replacement = PyDescr_NewMethod(<PyTypeObject*>DLPackArray, entry)
+    PyDict_SetItem((<_TypeDict*><PyObject*>DLPackArray).tp_dict, name, replacement)
     PyType_Modified(<PyTypeObject*>DLPackArray)
     return 0
 
 
-_install()
+_install("__dlpack__", &_DLPACK_METHOD, <void*>_dlpack_fastcall)
+_install("__arrow_c_device_array__", &_DEVICE_ARRAY_METHOD, <void*>_device_array_fastcall)
+_install("__arrow_c_device_stream__", &_DEVICE_STREAM_METHOD, <void*>_device_stream_fastcall)
