@@ -14,7 +14,13 @@ reference kept, nothing else) read by the same consumer; import floors are a
 minimal C consumer of the same producer (move the struct out, read the data
 pointer), or the consumer reading the producer's own capsule directly.  The
 consumer's part (pyarrow's, polars' import) is in the floor, so ``ours /
-floor`` is what our own code adds.
+floor`` is what our own code adds.  The DLPack import routes' floor is
+``b9_floor.DLPackBufferWrap``: one ``__dlpack__`` call from C, the capsule
+kept, the buffer protocol answered from the DLTensor; ``np.asarray`` reads a
+wrapper through the buffer protocol first, so ``np.asarray(DLPackBufferWrap(
+pa_array))`` is the floor of ``np.asarray(DLPackArray(pa_array))``.
+``np.from_dlpack(pa_array)`` (no wrapper: NumPy's own DLPack import, another
+route) stays as a reference row.
 """
 
 from __future__ import annotations
@@ -105,6 +111,7 @@ def _import_setup(nbytes: int):
             "np": np,
             "torch": torch,
             "consume_arrow": floor_module().consume_arrow,
+            "DLPackBufferWrap": floor_module().DLPackBufferWrap,
             "DLPackArray": dlpackarray.DLPackArray,
             "pa_array": pa_array,
             "arrow_only": ArrowOnly(pa_array),
@@ -161,6 +168,8 @@ def _duckdb_setup(nbytes: int):
 
 _FLOOR_EXPORT = "floor: minimal C producer"
 _FLOOR_IMPORT = "floor: minimal C consumer"
+_FLOOR_WRAP = "floor: DLPackBufferWrap(pa_array)"
+_FLOOR_WRAP_ASARRAY = "floor: np.asarray(DLPackBufferWrap(pa_array))"
 _NOT_A_CONTENDER = " (a floor, not a contender)"
 
 
@@ -292,16 +301,22 @@ def _size_cases(nbytes: int) -> list[Case]:
                     "owner, the data pointer read" + _NOT_A_CONTENDER,
                 ),
                 Contender(
-                    "floor: pa_array.__dlpack__",
+                    _FLOOR_WRAP,
+                    "DLPackBufferWrap(pa_array)",
+                    "b9_floor.DLPackBufferWrap: __dlpack__ called once from C, the capsule "
+                    "kept, nothing validated; the floor of the DLPack route" + _NOT_A_CONTENDER,
+                ),
+                Contender(
+                    "pa_array.__dlpack__",
                     "pa_array.__dlpack__(max_version=(1, 3))",
-                    "pyarrow's DLPack export alone, the producer half of the DLPack route"
-                    + _NOT_A_CONTENDER,
+                    "pyarrow's DLPack export alone (a reference row: no object to hold it)",
                 ),
             ],
             anchor="pyarrow.to_numpy",
             floor=_FLOOR_IMPORT,
             targets=[
                 Target("dlpackarray (Arrow capsules)", _FLOOR_IMPORT, "<=", 1.1),
+                Target("dlpackarray", _FLOOR_WRAP, "<=", 1.1),
                 Target("dlpackarray", "pyarrow.to_numpy", "<=", 1.0),
             ],
             **common,
@@ -316,16 +331,22 @@ def _size_cases(nbytes: int) -> list[Case]:
                 Contender("dlpackarray (Arrow capsules)", "np.asarray(DLPackArray(arrow_only))"),
                 Contender("pyarrow.to_numpy", "pa_array.to_numpy(zero_copy_only=True)"),
                 Contender(
-                    "floor: np.from_dlpack(pa_array)",
+                    _FLOOR_WRAP_ASARRAY,
+                    "np.asarray(DLPackBufferWrap(pa_array))",
+                    "NumPy reading the minimal DLPack wrapper through the buffer protocol, the "
+                    "first protocol it tries for a non-ndarray" + _NOT_A_CONTENDER,
+                ),
+                Contender(
                     "np.from_dlpack(pa_array)",
-                    "NumPy consuming pyarrow's own __dlpack__: any wrapper in between only adds"
-                    + _NOT_A_CONTENDER,
+                    "np.from_dlpack(pa_array)",
+                    "NumPy consuming pyarrow's own __dlpack__, no wrapper (a reference row: "
+                    "another route)",
                 ),
             ],
             anchor="pyarrow.to_numpy",
-            floor="floor: np.from_dlpack(pa_array)",
+            floor=_FLOOR_WRAP_ASARRAY,
             targets=[
-                Target("dlpackarray", "floor: np.from_dlpack(pa_array)", "<=", 1.1),
+                Target("dlpackarray", _FLOOR_WRAP_ASARRAY, "<=", 1.1),
                 Target("dlpackarray", "pyarrow.to_numpy", "<=", 1.0),
             ],
             **common,

@@ -17,7 +17,17 @@
  *   dies) and reads the data pointer of the leaf's buffer 1 (through a
  *   tensor's fixed-size list levels).
  *
- * Struct layouts follow the Arrow C data and C device data interfaces.
+ * - DLPackBufferWrap(obj): the least a wrapper that NumPy reads through the
+ *   buffer protocol (the first protocol np.asarray tries for an object that
+ *   is not an ndarray) can do: calls obj.__dlpack__(max_version=(1, 3)) with
+ *   one vectorcall (name, kwnames and version built once), keeps the
+ *   versioned capsule (renamed "used_dltensor_versioned", its deleter called
+ *   on dealloc) and answers bf_getbuffer from the DLTensor.  Validates
+ *   nothing: host data, int/uint/float/bool dtypes of whole bytes, at most
+ *   WRAP_MAX_NDIM dimensions; the floor of np.asarray(DLPackArray(x)).
+ *
+ * Struct layouts follow the Arrow C data and C device data interfaces and
+ * DLPack 1.x.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -553,6 +563,174 @@ static PyTypeObject TensorProducerType = {
     .tp_methods = tensor_methods,
 };
 
+/* -- DLPack buffer wrapper ------------------------------------------------ */
+
+typedef struct {
+  int32_t device_type;
+  int32_t device_id;
+} DLDevice;
+
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+
+typedef struct DLManagedTensorVersioned {
+  uint32_t version[2];
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned*);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
+#define DLPACK_FLAG_READ_ONLY 1u
+#define WRAP_MAX_NDIM 8
+
+/* Built once in the module's init: the call costs no allocation. */
+static PyObject* dlpack_name;        /* "__dlpack__" */
+static PyObject* dlpack_kwnames;     /* ("max_version",) */
+static PyObject* dlpack_max_version; /* (1, 3) */
+
+/* shape and strides (in bytes) live in the wrapper, filled per request:
+ * Py_buffer's are Py_ssize_t, DLPack's strides count elements. */
+typedef struct {
+  PyObject_HEAD PyObject* capsule; /* renamed: the deleter is ours to call */
+  DLManagedTensorVersioned* tensor;
+  Py_ssize_t shape[WRAP_MAX_NDIM];
+  Py_ssize_t strides[WRAP_MAX_NDIM];
+} DLPackBufferWrap;
+
+/* The struct-module format of a host dtype of whole bytes, or NULL. */
+static const char* dl_format(DLDataType t) {
+  static const char* const kInt[] = {"b", "h", "i", "q"};
+  static const char* const kUInt[] = {"B", "H", "I", "Q"};
+  static const char* const kFloat[] = {NULL, "e", "f", "d"};
+  int i = t.bits == 8 ? 0 : t.bits == 16 ? 1 : t.bits == 32 ? 2 : t.bits == 64 ? 3 : -1;
+  if (i < 0 || t.lanes != 1) return NULL;
+  switch (t.code) {
+    case 0: return kInt[i];
+    case 1: return kUInt[i];
+    case 2: return kFloat[i];
+    case 6: return i == 0 ? "?" : NULL;
+    default: return NULL;
+  }
+}
+
+static int wrap_getbuffer(DLPackBufferWrap* self, Py_buffer* view, int flags) {
+  const DLTensor* t = &self->tensor->dl_tensor;
+  const char* format = dl_format(t->dtype);
+  if (format == NULL || t->ndim < 0 || t->ndim > WRAP_MAX_NDIM) {
+    PyErr_SetString(PyExc_BufferError, "DLPackBufferWrap: unsupported dtype or ndim");
+    view->obj = NULL;
+    return -1;
+  }
+  int readonly = (self->tensor->flags & DLPACK_FLAG_READ_ONLY) != 0;
+  if (readonly && (flags & PyBUF_WRITABLE)) {
+    PyErr_SetString(PyExc_BufferError, "DLPackBufferWrap: the tensor is read-only");
+    view->obj = NULL;
+    return -1;
+  }
+  Py_ssize_t itemsize = t->dtype.bits / 8;
+  Py_ssize_t step = itemsize; /* the C-contiguous stride of the dimension */
+  int contiguous = 1;
+  for (int i = t->ndim - 1; i >= 0; --i) {
+    self->shape[i] = (Py_ssize_t)t->shape[i];
+    self->strides[i] = t->strides != NULL ? (Py_ssize_t)t->strides[i] * itemsize : step;
+    contiguous &= self->strides[i] == step || self->shape[i] == 1;
+    step *= self->shape[i];
+  }
+  /* A request without strides promises the consumer C-contiguous memory. */
+  if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contiguous) {
+    PyErr_SetString(PyExc_BufferError, "DLPackBufferWrap: not C-contiguous");
+    view->obj = NULL;
+    return -1;
+  }
+  view->buf = (char*)t->data + t->byte_offset;
+  view->obj = Py_NewRef(self);
+  view->len = step;
+  view->readonly = readonly;
+  view->itemsize = itemsize;
+  view->format = (flags & PyBUF_FORMAT) ? (char*)format : NULL;
+  view->ndim = t->ndim;
+  view->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  return 0;
+}
+
+/* DLPackBufferWrap(obj), called through the type's vectorcall: no argument
+ * tuple, and one vectorcall of obj.__dlpack__. */
+static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
+                                 PyObject* kwnames) {
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+    PyErr_SetString(PyExc_TypeError, "DLPackBufferWrap takes one positional argument");
+    return NULL;
+  }
+  /* call[0] is the scratch slot PY_VECTORCALL_ARGUMENTS_OFFSET lends. */
+  PyObject* call[3] = {NULL, args[0], dlpack_max_version};
+  PyObject* capsule = PyObject_VectorcallMethod(dlpack_name, call + 1,
+                                                1 | PY_VECTORCALL_ARGUMENTS_OFFSET, dlpack_kwnames);
+  if (capsule == NULL) return NULL;
+  DLManagedTensorVersioned* tensor = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+  /* Allocated before the rename: until then the producer's capsule
+   * destructor still frees the tensor. */
+  DLPackBufferWrap* self =
+      tensor == NULL ? NULL : PyObject_New(DLPackBufferWrap, (PyTypeObject*)type);
+  if (self == NULL) {
+    Py_DECREF(capsule);
+    return NULL;
+  }
+  if (PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) {
+    PyObject_Free(self); /* never initialised: not deallocated */
+    Py_DECREF(capsule);
+    return NULL;
+  }
+  self->capsule = capsule;
+  self->tensor = tensor;
+  return (PyObject*)self;
+}
+
+/* The same for calls that bring an argument tuple (PyObject_Call). */
+static PyObject* wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
+    PyErr_SetString(PyExc_TypeError, "DLPackBufferWrap takes one positional argument");
+    return NULL;
+  }
+  return wrap_vectorcall((PyObject*)type, &PyTuple_GET_ITEM(args, 0), 1, NULL);
+}
+
+static void wrap_dealloc(DLPackBufferWrap* self) {
+  if (self->tensor->deleter != NULL) self->tensor->deleter(self->tensor);
+  Py_DECREF(self->capsule);
+  PyObject_Free(self);
+}
+
+static PyBufferProcs wrap_as_buffer = {
+    .bf_getbuffer = (getbufferproc)wrap_getbuffer,
+};
+
+static PyTypeObject DLPackBufferWrapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.DLPackBufferWrap",
+    .tp_basicsize = sizeof(DLPackBufferWrap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = wrap_new,
+    .tp_vectorcall = wrap_vectorcall,
+    .tp_dealloc = (destructor)wrap_dealloc,
+    .tp_as_buffer = &wrap_as_buffer,
+};
+
 /* -- consumer ------------------------------------------------------------ */
 
 static void owner_free(PyObject* c) {
@@ -611,16 +789,22 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit_b9_floor(void) {
   if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&HostProducerType) < 0 ||
-      PyType_Ready(&TensorProducerType) < 0)
+      PyType_Ready(&TensorProducerType) < 0 || PyType_Ready(&DLPackBufferWrapType) < 0)
     return NULL;
+  dlpack_name = PyUnicode_InternFromString("__dlpack__");
+  dlpack_kwnames = Py_BuildValue("(s)", "max_version");
+  dlpack_max_version = Py_BuildValue("(ii)", 1, 3);
+  if (dlpack_name == NULL || dlpack_kwnames == NULL || dlpack_max_version == NULL) return NULL;
   PyObject* m = PyModule_Create(&module);
   if (m == NULL) return NULL;
   Py_INCREF(&ProducerType);
   Py_INCREF(&HostProducerType);
   Py_INCREF(&TensorProducerType);
+  Py_INCREF(&DLPackBufferWrapType);
   if (PyModule_AddObject(m, "Producer", (PyObject*)&ProducerType) < 0 ||
       PyModule_AddObject(m, "HostProducer", (PyObject*)&HostProducerType) < 0 ||
-      PyModule_AddObject(m, "TensorProducer", (PyObject*)&TensorProducerType) < 0) {
+      PyModule_AddObject(m, "TensorProducer", (PyObject*)&TensorProducerType) < 0 ||
+      PyModule_AddObject(m, "DLPackBufferWrap", (PyObject*)&DLPackBufferWrapType) < 0) {
     Py_DECREF(m);
     return NULL;
   }
