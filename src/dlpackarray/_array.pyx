@@ -294,6 +294,83 @@ cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, o
         raise
 
 
+# The interface probes of _import_into.  getattr(obj, name, None) costs ~200
+# instructions even where the answer is None, and an Arrow-only object pays
+# it three times.  Where a type's attribute lookup is the generic one and its
+# MRO defines none of the three names, only the instance's own storage can
+# supply them: its dict is read directly, and no dict (or inline values whose
+# shared keys hold none of the names) means "none".
+from cpython.dict cimport PyDict_Check
+from cpython.object cimport PyTypeObject
+from libc.stdint cimport intptr_t
+from dlpackarray._type_cache cimport (
+    DLA_CACHE_TYPES, TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
+)
+from dlpackarray._instance_dict cimport (
+    DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
+    dla_shared_key_count, dla_shared_keys_lack,
+)
+
+# Per type (_type_cache.pxd: a changed class or base gets a new version tag):
+# bits 0-1 the storage (dla_attr_storage; DLA_ATTRS_GETATTR unless the MRO
+# lacks all three names).  For inline values, which the type's version tag
+# does not follow, also bits 3 up: one plus the count of shared keys last
+# checked (they are only ever appended), and bit 2: they lacked the names.
+cdef TypeSlot _interface_sources[TYPE_CACHE_SIZE]
+cdef object _GETATTR = object()  # "no faster answer": the full getattr
+cdef str _CAI = "__cuda_array_interface__"
+cdef str _STRUCT = "__array_struct__"
+cdef str _IFACE = "__array_interface__"
+
+
+cdef object _interface_source(object obj, type t):
+    """Where ``obj``'s interface attributes can come from: None (nowhere),
+    its instance dict, or _GETATTR."""
+    cdef PyTypeObject* tp = <PyTypeObject*>t
+    cdef TypeSlot* slot = type_slot(_interface_sources, tp)
+    cdef intptr_t value
+    cdef int storage, inline_values
+    cdef Py_ssize_t keys
+    cdef PyObject* d
+    if not DLA_CACHE_TYPES:
+        return _GETATTR
+    if type_slot_hit(slot, tp):
+        value = slot.value
+    else:
+        value = DLA_ATTRS_GETATTR
+        if not (type_has(t, _CAI) or type_has(t, _STRUCT) or type_has(t, _IFACE)):
+            value = dla_attr_storage(tp)
+        type_slot_store(slot, tp, value)
+    storage = value & 3
+    if storage == DLA_ATTRS_GETATTR:
+        return _GETATTR
+    if storage == DLA_ATTRS_NONE:
+        return None
+    d = dla_instance_dict(<PyObject*>obj, storage, &inline_values)
+    if not inline_values:
+        if d == NULL:
+            return None
+        return <object>d if PyDict_Check(<object>d) else _GETATTR
+    keys = dla_shared_key_count(tp)
+    if keys < 0:
+        return _GETATTR
+    if (value >> 3) != keys + 1:
+        value = ((keys + 1) << 3) | storage
+        if dla_shared_keys_lack(tp, <PyObject*>_CAI, <PyObject*>_STRUCT, <PyObject*>_IFACE):
+            value |= 4
+        type_slot_store(slot, tp, value)
+    return None if value & 4 else _GETATTR
+
+
+cdef inline object _interface_attr(object obj, object source, str name):
+    """``getattr(obj, name, None)``, read where ``source`` (_interface_source) says."""
+    if source is None:
+        return None
+    if source is _GETATTR:
+        return getattr(obj, name, None)
+    return dla_dict_attr(source, name)
+
+
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only, object stream=None) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence.
@@ -379,18 +456,19 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "
             "producers and capsules only; wrap buffer-protocol or array-interface objects with "
             "dlpackarray.DLPackArray(obj)")
+    # Instance lookups, as NumPy does: exporters may set these per object.
+    source = _interface_source(obj, t)
     # CUDA array interface: after __dlpack__ (which carries the device and
     # stream protocol of its own), before the host-only interfaces.
-    cai = getattr(obj, "__cuda_array_interface__", None)
+    cai = _interface_attr(obj, source, _CAI)
     if cai is not None:
         self.owner = view_from_cuda_array_interface(obj, cai, &self._view)
         return _finish_import(self, copy, device, False)
-    # Instance lookups, as NumPy does: exporters may set these per object.
-    struct = getattr(obj, "__array_struct__", None)
+    struct = _interface_attr(obj, source, _STRUCT)
     if struct is not None:
         self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
         return _finish_import(self, copy, device, False)
-    iface = getattr(obj, "__array_interface__", None)
+    iface = _interface_attr(obj, source, _IFACE)
     if iface is not None:
         self.owner = view_from_array_interface(obj, iface, &self._view)
         return _finish_import(self, copy, device, False)
