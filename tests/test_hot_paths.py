@@ -12,6 +12,7 @@ of buffer requests against a fresh array's answer to each.
 from __future__ import annotations
 
 import itertools
+import sysconfig
 
 import ml_dtypes
 import numpy as np
@@ -238,3 +239,42 @@ def test_arrow_device_methods_bind_their_arguments_as_declared(call, stream, str
         schema, array = out
         arr = pa.Array._import_from_c_device_capsule(schema, array)
         np.testing.assert_array_equal(arr.to_numpy(), a)
+
+
+def _kwnames_of(fn):
+    """The constant kwnames tuple of ``fn``'s one keyword call."""
+    return next(c for c in fn.__code__.co_consts if isinstance(c, tuple) and "copy" in c)
+
+
+@pytest.mark.skipif(
+    bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+    reason="free-threaded CPython: the memos are off (no GIL orders their writes and reads)",
+)
+def test_the_memos_keep_the_latest_tuples_and_release_the_evicted():
+    """The max_version and kwnames memos hold the tuples they remember (so no
+    remembered address is ever reused) and make room for new ones: a call site
+    first seen after many others is remembered (its tuples gain the memo's
+    reference), and a tuple pushed out by newer ones is released, not leaked.
+    The memos used to fill once and keep the process's first four call sites
+    for good, which left a later hot caller (NumPy's from_dlpack) on the slow
+    path for ever."""
+    import sys
+
+    x = DLPackArray(np.arange(3.0))
+    for i in range(8):  # any earlier call sites: more than the memo holds
+        ns: dict = {}
+        exec(f"def f(x): return x.__dlpack__(max_version=(1, {i + 10}), copy=None)", ns)  # noqa: S102
+        ns["f"](x)
+    ns = {}
+    exec("def late(x, v): return x.__dlpack__(max_version=v, copy=None)", ns)  # noqa: S102
+    late = ns["late"]
+    version = (1, int("3"))  # built at run time: only the memo and this frame hold it
+    names = _kwnames_of(late)
+    before = sys.getrefcount(version), sys.getrefcount(names)
+    assert capsule_name(late(x, version)) == "dltensor_versioned"
+    assert (sys.getrefcount(version), sys.getrefcount(names)) == (before[0] + 1, before[1] + 1)
+    for i in range(8):  # newer call sites push both out again
+        ns = {}
+        exec(f"def g(x): return x.__dlpack__(max_version=(1, {i + 20}), copy=None)", ns)  # noqa: S102
+        ns["g"](x)
+    assert (sys.getrefcount(version), sys.getrefcount(names)) == before

@@ -21,7 +21,7 @@ unknown keyword is passed, then call the same ``export_arrow``.
 import sys
 
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 
 from dlpackarray.core cimport kFlagReadOnly, new_versioned_capsule
 from dlpackarray._internal cimport DLPackArray, check_ready
@@ -94,13 +94,17 @@ cdef extern from *:
 
 # max_version tuples already found to ask for the versioned struct.  Callers
 # nearly always pass one constant tuple (a code object's constant, NumPy's
-# static one), so a pointer comparison decides their requests.  Each is held
-# for good, so its address is never reused by another object, and a slot is
-# filled once and never replaced, so a reader never compares against a freed
-# object.  (A tuple of ints is immutable: the answer cannot change.)
+# static one), so a pointer comparison decides their requests.  Each slot
+# holds a reference to its tuple, so no address in a slot is ever reused by
+# another object; a new tuple replaces the oldest (round robin) and the
+# evicted one is released only after the slot points elsewhere.  Filling the
+# slots once for good let the first four call sites of a process (tests,
+# benchmarks, a library's import) keep NumPy's tuple out of them for ever.
+# (A tuple of ints is immutable: the answer cannot change.)
 cdef enum:
     _SEEN_SLOTS = 4
 cdef PyObject* _versioned_seen[4]
+cdef int _versioned_next = 0
 
 
 cdef inline bint _asks_versioned(PyObject* max_version) except -1:
@@ -113,22 +117,24 @@ cdef inline bint _asks_versioned(PyObject* max_version) except -1:
         return False
     if not DLA_FASTCALL_MEMO:
         return True
-    for i in range(_SEEN_SLOTS):
-        if _versioned_seen[i] == NULL:
-            Py_INCREF(<object>max_version)
-            _versioned_seen[i] = max_version
-            break
+    global _versioned_next
+    cdef PyObject* evicted = _versioned_seen[_versioned_next]
+    Py_INCREF(<object>max_version)
+    _versioned_seen[_versioned_next] = max_version
+    _versioned_next = (_versioned_next + 1) % _SEEN_SLOTS
+    Py_XDECREF(evicted)
     return True
 
 
-# Where each keyword of a kwnames tuple goes, for the first tuples seen: a
+# Where each keyword of a kwnames tuple goes, for the last tuples seen: a
 # call site passes one constant tuple (a code object's, NumPy's static one),
-# which is then read without comparing names.  Held and filled like the
+# which is then read without comparing names.  Held and replaced like the
 # max_version slots above, for the same reasons (tuples are immutable).
 cdef struct _KeywordLayout:
     PyObject* names
     signed char index[4]
 cdef _KeywordLayout _layouts[4]
+cdef int _layouts_next = 0
 
 
 cdef inline int _read_keywords(PyObject** args, PyObject* kwnames,
@@ -153,13 +159,15 @@ cdef inline int _read_keywords(PyObject** args, PyObject* kwnames,
             found[i] = <signed char>index
     if n > 4 or not DLA_FASTCALL_MEMO:
         return 0  # (more than 4: a name passed twice, by C code)
-    for slot in range(_SEEN_SLOTS):
-        if _layouts[slot].names == NULL:
-            for i in range(n):
-                _layouts[slot].index[i] = found[i]
-            Py_INCREF(<object>kwnames)
-            _layouts[slot].names = kwnames
-            break
+    global _layouts_next
+    slot = _layouts_next
+    cdef PyObject* evicted = _layouts[slot].names
+    for i in range(n):
+        _layouts[slot].index[i] = found[i]
+    Py_INCREF(<object>kwnames)
+    _layouts[slot].names = kwnames
+    _layouts_next = (_layouts_next + 1) % _SEEN_SLOTS
+    Py_XDECREF(evicted)
     return 0
 
 
