@@ -45,9 +45,11 @@ def _label(nbytes: int) -> str:
 def floor_module():
     """The B9 floor extension (b9_floor.c), compiled on first use."""
     if not _floor_module:
+        import dlpackarray
         from benchmarks.cases_capi import _compile
 
-        _floor_module.append(_compile("b9_floor", FLOOR_SOURCE, [], []))
+        # The DLPack declarations come from the package's own header.
+        _floor_module.append(_compile("b9_floor", FLOOR_SOURCE, [dlpackarray.get_include()], []))
     return _floor_module[0]
 
 

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlpackarray/dlpack_abi.h"
+
 struct ArrowSchema {
   const char* format;
   const char* name;
@@ -565,36 +567,6 @@ static PyTypeObject TensorProducerType = {
 
 /* -- DLPack buffer wrapper ------------------------------------------------ */
 
-typedef struct {
-  int32_t device_type;
-  int32_t device_id;
-} DLDevice;
-
-typedef struct {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-} DLDataType;
-
-typedef struct {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} DLTensor;
-
-typedef struct DLManagedTensorVersioned {
-  uint32_t version[2];
-  void* manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned*);
-  uint64_t flags;
-  DLTensor dl_tensor;
-} DLManagedTensorVersioned;
-
-#define DLPACK_FLAG_READ_ONLY 1u
 #define WRAP_MAX_NDIM 8
 
 /* Built once in the module's init: the call costs no allocation. */
@@ -635,7 +607,7 @@ static int wrap_getbuffer(DLPackBufferWrap* self, Py_buffer* view, int flags) {
     view->obj = NULL;
     return -1;
   }
-  int readonly = (self->tensor->flags & DLPACK_FLAG_READ_ONLY) != 0;
+  int readonly = (self->tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
   if (readonly && (flags & PyBUF_WRITABLE)) {
     PyErr_SetString(PyExc_BufferError, "DLPackBufferWrap: the tensor is read-only");
     view->obj = NULL;
