@@ -7,8 +7,9 @@ import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
-from cpython.object cimport PyObject
-from libc.stdint cimport uint8_t, uintptr_t
+from cpython.dict cimport PyDict_Check
+from cpython.object cimport PyObject, PyTypeObject
+from libc.stdint cimport intptr_t, uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
     DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLUInt,
@@ -43,6 +44,13 @@ from dlpackarray._internal cimport (
     adopt_consumer_stream, export_cuda_array_interface, producer_stream_argument,
     ready_after_bare_capsule, ready_after_request, synchronize_for_host_read,
     view_from_cuda_array_interface,
+)
+from dlpackarray._type_cache cimport (
+    DLA_CACHE_TYPES, TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
+)
+from dlpackarray._instance_dict cimport (
+    DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
+    dla_shared_key_count, dla_shared_keys_lack,
 )
 
 from dlpackarray._devices import DLDeviceType
@@ -300,17 +308,7 @@ cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, o
 # MRO defines none of the three names, only the instance's own storage can
 # supply them: its dict is read directly, and no dict (or inline values whose
 # shared keys hold none of the names) means "none".
-from cpython.dict cimport PyDict_Check
-from cpython.object cimport PyTypeObject
-from libc.stdint cimport intptr_t
-from dlpackarray._type_cache cimport (
-    DLA_CACHE_TYPES, TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
-)
-from dlpackarray._instance_dict cimport (
-    DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
-    dla_shared_key_count, dla_shared_keys_lack,
-)
-
+#
 # Per type (_type_cache.pxd: a changed class or base gets a new version tag):
 # bits 0-1 the storage (dla_attr_storage; DLA_ATTRS_GETATTR unless the MRO
 # lacks all three names).  For inline values, which the type's version tag
