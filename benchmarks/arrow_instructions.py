@@ -17,7 +17,10 @@ DLTensor.  ``np.asarray`` reads a wrapper through the buffer protocol first,
 so ``np.asarray(DLPackBufferWrap(pa_array))`` is that route's floor;
 ``np.from_dlpack(pa_array)`` (NumPy's own DLPack import, no wrapper) and
 ``pa_array.__dlpack__(...)`` (the producer alone) are reference rows, not
-floors.
+floors.  ``b9_floor.DLPackSpecWrap`` is the same wrapper doing what the DLPack
+Python spec asks of a consumer that is not host-only (``__dlpack_device__``
+first, then the capsule's name, major version, device and dtype checked): its
+rows separate the spec's own cost from what dlpackarray adds beyond it.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ d = DLPackArray(a)
 p = F.Producer(a)
 Producer = F.Producer
 DLPackBufferWrap = F.DLPackBufferWrap
+DLPackSpecWrap = F.DLPackSpecWrap
 consume_arrow = F.consume_arrow
 pa_array = pa.array(a)
 arrow_only = ArrowOnly(pa_array)
@@ -79,6 +83,7 @@ ROUTES = {
         ("dlpackarray", "DLPackArray(pa_array)"),
         ("pyarrow", "pa_array.to_numpy(zero_copy_only=True)"),
         ("floor", "DLPackBufferWrap(pa_array)"),
+        ("spec consumer floor", "DLPackSpecWrap(pa_array)"),
         ("pa_array.__dlpack__", "pa_array.__dlpack__(max_version=(1, 3))"),
     ],
     "import (Arrow capsules)": [
@@ -90,6 +95,7 @@ ROUTES = {
         ("dlpackarray", "np.asarray(DLPackArray(pa_array))"),
         ("pyarrow", "pa_array.to_numpy(zero_copy_only=True)"),
         ("floor", "np.asarray(DLPackBufferWrap(pa_array))"),
+        ("spec consumer floor", "np.asarray(DLPackSpecWrap(pa_array))"),
         ("np.from_dlpack(pa_array)", "np.from_dlpack(pa_array)"),
     ],
     "tensor import": [

@@ -114,6 +114,7 @@ def _import_setup(nbytes: int):
             "torch": torch,
             "consume_arrow": floor_module().consume_arrow,
             "DLPackBufferWrap": floor_module().DLPackBufferWrap,
+            "DLPackSpecWrap": floor_module().DLPackSpecWrap,
             "DLPackArray": dlpackarray.DLPackArray,
             "pa_array": pa_array,
             "arrow_only": ArrowOnly(pa_array),
@@ -172,6 +173,13 @@ _FLOOR_EXPORT = "floor: minimal C producer"
 _FLOOR_IMPORT = "floor: minimal C consumer"
 _FLOOR_WRAP = "floor: DLPackBufferWrap(pa_array)"
 _FLOOR_WRAP_ASARRAY = "floor: np.asarray(DLPackBufferWrap(pa_array))"
+_SPEC_WRAP = "spec consumer floor: DLPackSpecWrap(pa_array)"
+_SPEC_WRAP_ASARRAY = "spec consumer floor: np.asarray(DLPackSpecWrap(pa_array))"
+_SPEC_WHY = (
+    "b9_floor.DLPackSpecWrap: the wrapper doing what the DLPack spec asks of a consumer "
+    "that is not host-only (__dlpack_device__ first; capsule name, major version, device "
+    "and dtype checked); a reference row, not a contender"
+)
 _NOT_A_CONTENDER = " (a floor, not a contender)"
 
 
@@ -308,6 +316,7 @@ def _size_cases(nbytes: int) -> list[Case]:
                     "b9_floor.DLPackBufferWrap: __dlpack__ called once from C, the capsule "
                     "kept, nothing validated; the floor of the DLPack route" + _NOT_A_CONTENDER,
                 ),
+                Contender(_SPEC_WRAP, "DLPackSpecWrap(pa_array)", _SPEC_WHY),
                 Contender(
                     "pa_array.__dlpack__",
                     "pa_array.__dlpack__(max_version=(1, 3))",
@@ -338,6 +347,7 @@ def _size_cases(nbytes: int) -> list[Case]:
                     "NumPy reading the minimal DLPack wrapper through the buffer protocol, the "
                     "first protocol it tries for a non-ndarray" + _NOT_A_CONTENDER,
                 ),
+                Contender(_SPEC_WRAP_ASARRAY, "np.asarray(DLPackSpecWrap(pa_array))", _SPEC_WHY),
                 Contender(
                     "np.from_dlpack(pa_array)",
                     "np.from_dlpack(pa_array)",

@@ -1,10 +1,14 @@
-"""B9's DLPack floor (``b9_floor.DLPackBufferWrap``) reads what the route reads.
+"""B9's DLPack floors (``b9_floor.DLPackBufferWrap``, ``DLPackSpecWrap``) read
+what the route reads.
 
 The floor of ``np.asarray(DLPackArray(pa_array))`` is a minimal C wrapper that
 NumPy reads through the buffer protocol.  A floor that read other memory,
 another dtype, or went through another protocol would measure something else
 and the benchmark would not say so; these tests pin it to pa_array's own
-memory, and the benchmarks' floor statements to ours' result.  The module is
+memory, and the benchmarks' floor statements to ours' result.  The spec
+consumer floor must do what the DLPack Python spec asks of a consumer (device
+query first, the capsule checked), or its rows would understate the spec's
+cost.  The module is
 C compiled here, so each check runs in a child interpreter.
 """
 
@@ -24,6 +28,7 @@ sys.path.insert(0, {ROOT!r})
 import numpy as np, pyarrow as pa
 from benchmarks.cases_arrow import floor_module
 Wrap = floor_module().DLPackBufferWrap
+SpecWrap = floor_module().DLPackSpecWrap
 """
 
 
@@ -41,11 +46,12 @@ dtypes = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
           "uint8", "uint16", "uint32", "uint64")
 for name in dtypes:
     whole = pa.array(np.arange(256).astype(name))
-    for pa_array in (whole, whole.slice(3, 100), whole.slice(256)):
+    for pa_array, kind in [(p, k) for p in (whole, whole.slice(3, 100), whole.slice(256))
+                           for k in (Wrap, SpecWrap)]:
         expected = pa_array.to_numpy(zero_copy_only=True)
-        w = Wrap(pa_array)
+        w = kind(pa_array)
         x = np.asarray(w)
-        case = (name, len(pa_array))
+        case = (kind.__name__, name, len(pa_array))
         assert x.dtype == expected.dtype and x.shape == expected.shape, case
         assert np.array_equal(x, expected), case
         if len(pa_array):  # NumPy makes any empty array writeable
@@ -111,6 +117,8 @@ for route in ("import (DLPack route)", "np.asarray(DLPackArray(pa_array))"):
     stmts = dict(ai.ROUTES[route])
     assert "DLPackBufferWrap(pa_array)" in stmts["floor"], route
     check(eval(stmts["dlpackarray"], ns), eval(stmts["floor"], ns), route)
+    assert "DLPackSpecWrap(pa_array)" in stmts["spec consumer floor"], route
+    check(eval(stmts["dlpackarray"], ns), eval(stmts["spec consumer floor"], ns), route)
 
 cases = {c.name: c for c in ca.cases()}
 for name, floor in (("B9/np.asarray/1KB", None), ("B9/import/1KB", ca._FLOOR_WRAP)):
@@ -120,6 +128,68 @@ for name, floor in (("B9/np.asarray/1KB", None), ("B9/import/1KB", ca._FLOOR_WRA
     assert "DLPackBufferWrap(pa_array)" in stmts[floor], name
     ns = case.setup()
     check(eval(stmts["dlpackarray"], ns), eval(stmts[floor], ns), name)
+    spec = ca._SPEC_WRAP_ASARRAY if floor == ca._FLOOR_WRAP_ASARRAY else ca._SPEC_WRAP
+    assert "DLPackSpecWrap(pa_array)" in stmts[spec], name
+    check(eval(stmts["dlpackarray"], ns), eval(stmts[spec], ns), name)
+print("ok")
+"""
+    )
+
+
+def test_spec_floor_queries_the_device_first_and_checks_the_capsule():
+    _run(
+        """
+import ctypes
+from dlpackarray.testing import _abi
+
+class Producer:
+    def __init__(self, device=(1, 0), major=None):
+        self.a, self.device, self.major, self.calls = np.arange(6.0), device, major, []
+    def __dlpack_device__(self):
+        self.calls.append("device")
+        return self.device
+    def __dlpack__(self, **kwargs):
+        self.calls.append(("dlpack", tuple(sorted(kwargs))))
+        capsule = self.a.__dlpack__(**kwargs)
+        if self.major is not None:
+            m = _abi.DLManagedTensorVersioned.from_address(_abi.capsule_pointer(capsule))
+            m.version.major = self.major
+        return capsule
+
+p = Producer()
+x = np.asarray(SpecWrap(p))
+assert np.array_equal(x, p.a) and np.shares_memory(x, p.a)
+assert p.calls == ["device", ("dlpack", ("max_version",))], p.calls
+assert Wrap(Producer()).__class__ is Wrap  # the plain floor asks no device
+
+def refused(p, words):
+    try:
+        SpecWrap(p)
+    except BufferError as e:
+        assert words in str(e), (words, str(e))
+    else:
+        raise AssertionError(f"accepted: {words}")
+    return p.calls
+
+assert refused(Producer(device=(2, 0)), "host (CPU) data only") == ["device"]
+assert len(refused(Producer(device=(1, 3)), "not the one __dlpack_device__ reported")) == 2
+assert len(refused(Producer(major=2), "major version")) == 2
+for bad in ((1,), "cpu", (1.5, 0)):
+    try:
+        SpecWrap(Producer(device=bad))
+    except (TypeError, ValueError):
+        pass
+    else:
+        raise AssertionError(f"device {bad!r} accepted")
+# A refused capsule is left unused: the producer's destructor frees it.
+q = Producer(major=2)
+base = sys.getrefcount(q.a)
+for _ in range(100):
+    try:
+        SpecWrap(q)
+    except BufferError:
+        pass
+assert sys.getrefcount(q.a) == base
 print("ok")
 """
     )

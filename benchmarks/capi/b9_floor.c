@@ -25,6 +25,13 @@
  *   on dealloc) and answers bf_getbuffer from the DLTensor.  Validates
  *   nothing: host data, int/uint/float/bool dtypes of whole bytes, at most
  *   WRAP_MAX_NDIM dimensions; the floor of np.asarray(DLPackArray(x)).
+ * - DLPackSpecWrap(obj): the same wrapper doing what the DLPack Python spec
+ *   asks of a consumer that is not host-only: obj.__dlpack_device__() first
+ *   (the device decides the stream argument; host data takes none), then
+ *   __dlpack__, then the capsule checks the spec names (name, major
+ *   version, the device the query reported, dtype and lanes).  Refuses
+ *   non-CPU data instead of choosing a stream: the floor of a conforming
+ *   import of host data, not a consumer.
  *
  * Struct layouts follow the Arrow C data and C device data interfaces and
  * DLPack 1.x.
@@ -573,6 +580,7 @@ static PyTypeObject TensorProducerType = {
 static PyObject* dlpack_name;        /* "__dlpack__" */
 static PyObject* dlpack_kwnames;     /* ("max_version",) */
 static PyObject* dlpack_max_version; /* (1, 3) */
+static PyObject* dlpack_device_name; /* "__dlpack_device__" */
 
 /* shape and strides (in bytes) live in the wrapper, filled per request:
  * Py_buffer's are Py_ssize_t, DLPack's strides count elements. */
@@ -674,6 +682,83 @@ static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t n
   return (PyObject*)self;
 }
 
+/* The device a producer's __dlpack_device__ reports, or -1 with an error
+ * set: the spec's (device_type, device_id) pair of ints. */
+static int query_device(PyObject* obj, DLDevice* out) {
+  PyObject* call[2] = {NULL, obj};
+  PyObject* dev = PyObject_VectorcallMethod(dlpack_device_name, call + 1,
+                                            1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+  if (dev == NULL) return -1;
+  if (!PyTuple_Check(dev) || PyTuple_GET_SIZE(dev) != 2) {
+    Py_DECREF(dev);
+    PyErr_SetString(PyExc_TypeError, "__dlpack_device__ must return a 2-tuple");
+    return -1;
+  }
+  long type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+  long id = type == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(dev, 1));
+  Py_DECREF(dev);
+  if (PyErr_Occurred()) return -1;
+  out->device_type = (DLDeviceType)type;
+  out->device_id = (int32_t)id;
+  return 0;
+}
+
+/* DLPackSpecWrap(obj): the spec's consumer sequence, for host data only. */
+static PyObject* spec_wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
+                                      PyObject* kwnames) {
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+    PyErr_SetString(PyExc_TypeError, "DLPackSpecWrap takes one positional argument");
+    return NULL;
+  }
+  DLDevice device;
+  if (query_device(args[0], &device) != 0) return NULL;
+  if (device.device_type != kDLCPU) {
+    /* A device consumer would pass its stream here (CUDA: 1, the legacy
+     * stream, when it has none); this floor measures host data only. */
+    PyErr_SetString(PyExc_BufferError, "DLPackSpecWrap: host (CPU) data only");
+    return NULL;
+  }
+  PyObject* call[3] = {NULL, args[0], dlpack_max_version};
+  PyObject* capsule = PyObject_VectorcallMethod(dlpack_name, call + 1,
+                                                1 | PY_VECTORCALL_ARGUMENTS_OFFSET, dlpack_kwnames);
+  if (capsule == NULL) return NULL;
+  DLManagedTensorVersioned* tensor = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+  const char* refusal = NULL;
+  if (tensor != NULL) {
+    const DLTensor* t = &tensor->dl_tensor;
+    if (tensor->version.major != DLPACK_MAJOR_VERSION)
+      refusal = "DLPackSpecWrap: unsupported DLPack major version";
+    else if (t->device.device_type != device.device_type || t->device.device_id != device.device_id)
+      refusal = "DLPackSpecWrap: the capsule's device is not the one __dlpack_device__ reported";
+    else if (t->ndim < 0 || t->ndim > WRAP_MAX_NDIM || dl_format(t->dtype) == NULL)
+      refusal = "DLPackSpecWrap: unsupported dtype, lanes or ndim";
+  }
+  DLPackBufferWrap* self = tensor == NULL || refusal != NULL
+                               ? NULL
+                               : PyObject_New(DLPackBufferWrap, (PyTypeObject*)type);
+  if (self == NULL) {
+    if (refusal != NULL) PyErr_SetString(PyExc_BufferError, refusal);
+    Py_DECREF(capsule); /* still unused: the producer's destructor frees it */
+    return NULL;
+  }
+  if (PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) {
+    PyObject_Free(self);
+    Py_DECREF(capsule);
+    return NULL;
+  }
+  self->capsule = capsule;
+  self->tensor = tensor;
+  return (PyObject*)self;
+}
+
+static PyObject* spec_wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
+    PyErr_SetString(PyExc_TypeError, "DLPackSpecWrap takes one positional argument");
+    return NULL;
+  }
+  return spec_wrap_vectorcall((PyObject*)type, &PyTuple_GET_ITEM(args, 0), 1, NULL);
+}
+
 /* The same for calls that bring an argument tuple (PyObject_Call). */
 static PyObject* wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
   if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
@@ -699,6 +784,16 @@ static PyTypeObject DLPackBufferWrapType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = wrap_new,
     .tp_vectorcall = wrap_vectorcall,
+    .tp_dealloc = (destructor)wrap_dealloc,
+    .tp_as_buffer = &wrap_as_buffer,
+};
+
+static PyTypeObject DLPackSpecWrapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.DLPackSpecWrap",
+    .tp_basicsize = sizeof(DLPackBufferWrap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = spec_wrap_new,
+    .tp_vectorcall = spec_wrap_vectorcall,
     .tp_dealloc = (destructor)wrap_dealloc,
     .tp_as_buffer = &wrap_as_buffer,
 };
@@ -761,22 +856,28 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit_b9_floor(void) {
   if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&HostProducerType) < 0 ||
-      PyType_Ready(&TensorProducerType) < 0 || PyType_Ready(&DLPackBufferWrapType) < 0)
+      PyType_Ready(&TensorProducerType) < 0 || PyType_Ready(&DLPackBufferWrapType) < 0 ||
+      PyType_Ready(&DLPackSpecWrapType) < 0)
     return NULL;
   dlpack_name = PyUnicode_InternFromString("__dlpack__");
   dlpack_kwnames = Py_BuildValue("(s)", "max_version");
   dlpack_max_version = Py_BuildValue("(ii)", 1, 3);
-  if (dlpack_name == NULL || dlpack_kwnames == NULL || dlpack_max_version == NULL) return NULL;
+  dlpack_device_name = PyUnicode_InternFromString("__dlpack_device__");
+  if (dlpack_name == NULL || dlpack_kwnames == NULL || dlpack_max_version == NULL ||
+      dlpack_device_name == NULL)
+    return NULL;
   PyObject* m = PyModule_Create(&module);
   if (m == NULL) return NULL;
   Py_INCREF(&ProducerType);
   Py_INCREF(&HostProducerType);
   Py_INCREF(&TensorProducerType);
   Py_INCREF(&DLPackBufferWrapType);
+  Py_INCREF(&DLPackSpecWrapType);
   if (PyModule_AddObject(m, "Producer", (PyObject*)&ProducerType) < 0 ||
       PyModule_AddObject(m, "HostProducer", (PyObject*)&HostProducerType) < 0 ||
       PyModule_AddObject(m, "TensorProducer", (PyObject*)&TensorProducerType) < 0 ||
-      PyModule_AddObject(m, "DLPackBufferWrap", (PyObject*)&DLPackBufferWrapType) < 0) {
+      PyModule_AddObject(m, "DLPackBufferWrap", (PyObject*)&DLPackBufferWrapType) < 0 ||
+      PyModule_AddObject(m, "DLPackSpecWrap", (PyObject*)&DLPackSpecWrapType) < 0) {
     Py_DECREF(m);
     return NULL;
   }
