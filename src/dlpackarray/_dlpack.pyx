@@ -3,10 +3,11 @@
 from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport (
-    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
+    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer,
     PyCapsule_SetName,
 )
 from libc.stdint cimport uint64_t
+from libc.string cimport strcmp
 
 from dlpackarray.abi cimport (
     DLDevice, DLManagedTensor, DLManagedTensorVersioned, kDLCPU, kDLCUDA, kDLCUDAHost,
@@ -58,8 +59,13 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
         raise TypeError(
             f"expected a DLPack PyCapsule, got a '{type(capsule).__name__}' object")
     copied[0] = False
-    if PyCapsule_IsValid(capsule, kCapsuleVersioned):
-        mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, kCapsuleVersioned)
+    # The name is read once and told apart with one comparison per candidate
+    # (PyCapsule_IsValid per candidate, then GetPointer, each checked the
+    # capsule and compared again).  An exact capsule always has a pointer:
+    # neither call fails, and GetPointer with its own name always matches.
+    name = PyCapsule_GetName(capsule)
+    if name != NULL and strcmp(name, kCapsuleVersioned) == 0:
+        mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, name)
         # Renaming first transfers ownership: from here on the producer's
         # capsule destructor no longer calls the deleter; ours does.
         PyCapsule_SetName(capsule, kCapsuleVersionedUsed)
@@ -85,8 +91,8 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
                 # renamed, so inert) capsule happens to die.
                 call_versioned_deleter(mv)
         adopt_consumed_capsule(capsule, True)
-    elif PyCapsule_IsValid(capsule, kCapsuleLegacy):
-        ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, kCapsuleLegacy)
+    elif name != NULL and strcmp(name, kCapsuleLegacy) == 0:
+        ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, name)
         PyCapsule_SetName(capsule, kCapsuleLegacyUsed)
         try:
             view_from_dltensor(ml.dl_tensor, out)
@@ -99,7 +105,6 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
                 call_legacy_deleter(ml)
         adopt_consumed_capsule(capsule, False)
     else:
-        name = PyCapsule_GetName(capsule)
         pyname = None if name == NULL else name.decode(errors="replace")
         if pyname in ("used_dltensor", "used_dltensor_versioned"):
             raise ValueError(
