@@ -207,6 +207,12 @@ void check_dtype_supported(DLDataType dt) {
   }
 }
 
+int64_t supported_itemsize(DLDataType dt) {
+  // A dtype of the table has one lane and whole bytes: its size is bits / 8.
+  if (find(dt) == nullptr) check_dtype_supported(dt);  // raises, with its message
+  return dt.bits / 8;
+}
+
 int64_t dtype_itemsize(DLDataType dt) {
   if (dt.lanes == 0 || dt.bits == 0 || dt.bits % 8 != 0) {
     fail(ErrorKind::Buffer, "dtype " + spelled(dt) + " has no whole-byte item size");

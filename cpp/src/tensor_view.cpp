@@ -10,19 +10,20 @@ namespace dla {
 
 namespace {
 
-int64_t mul_checked(int64_t a, int64_t b, const char* what) {
+// Out of line, so that the checked arithmetic below inlines into validate().
+[[noreturn, gnu::noinline, gnu::cold]] void fail_overflow(const char* what) {
+  fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
+}
+
+inline int64_t mul_checked(int64_t a, int64_t b, const char* what) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) {
-    fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
-  }
+  if (__builtin_mul_overflow(a, b, &r)) fail_overflow(what);
   return r;
 }
 
-int64_t add_checked(int64_t a, int64_t b, const char* what) {
+inline int64_t add_checked(int64_t a, int64_t b, const char* what) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) {
-    fail(ErrorKind::Overflow, std::string(what) + " overflows int64");
-  }
+  if (__builtin_add_overflow(a, b, &r)) fail_overflow(what);
   return r;
 }
 
@@ -82,7 +83,7 @@ TensorView& TensorView::operator=(const TensorView& other) {
   return *this;
 }
 
-void TensorView::set_ndim(int32_t n) {
+void TensorView::set_ndim_beyond_inline(int32_t n) {
   if (n < 0 || n > kMaxNdim) {
     fail(ErrorKind::Value, "ndim " + std::to_string(n) + " is outside the supported range 0.." +
                                std::to_string(kMaxNdim));
@@ -98,8 +99,7 @@ Extent validate(const TensorView& v) {
     fail(ErrorKind::Value, "ndim " + std::to_string(v.ndim) +
                                " is outside the supported range 0.." + std::to_string(kMaxNdim));
   }
-  check_dtype_supported(v.dtype);
-  const int64_t itemsize = dtype_itemsize(v.dtype);
+  const int64_t itemsize = supported_itemsize(v.dtype);
   if (v.byte_offset > uint64_t(INT64_MAX)) {
     fail(ErrorKind::Overflow, "byte_offset " + std::to_string(v.byte_offset) + " overflows int64");
   }

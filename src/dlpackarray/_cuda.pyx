@@ -9,6 +9,7 @@ from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
 
+from dlpackarray._raw_call cimport raise_pending, steal, vectorcall_method
 from dlpackarray.abi cimport (
     DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged,
 )
@@ -18,7 +19,10 @@ from dlpackarray.core cimport (
 )
 
 cdef extern from "Python.h":
-    object PyObject_VectorcallMethod(str name, PyObject** args, size_t nargsf, PyObject* kwnames)
+    bint PyLong_Check(PyObject* o)
+    bint PyTuple_CheckExact(object o)
+    Py_ssize_t PyTuple_GET_SIZE(object o)
+    PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
 
 
 cdef extern from "dlpackarray/cuda_exchange.hpp" namespace "dla::cuda":
@@ -198,14 +202,42 @@ cdef str _DLPACK_DEVICE_NAME = "__dlpack_device__"
 
 cdef object _device_of_producer(object producer, bint required):
     """``producer.__dlpack_device__()`` as a checked tuple; None when the
-    producer has none and ``required`` is false."""
+    producer has none and ``required`` is false, or then when asking it
+    fails with any Exception (nothing was asked of this producer: its own
+    __dlpack__ call says what it can export, as before streams were
+    requested)."""
     cdef PyObject* args[1]
+    cdef PyObject* r
     args[0] = <PyObject*>producer
+    # One call without a bound method (every DLPack import of a non-ndarray
+    # asks this; getattr + call built and freed a method object each time, a
+    # third of the query's cost), made raw: only a failure enters a handler
+    # (_raw_call.pxd).
+    r = vectorcall_method(_DLPACK_DEVICE_NAME, args, 1, NULL)
+    if r == NULL:
+        if required:
+            return _device_query_failed(producer, True)
+        try:
+            return _device_query_failed(producer, False)
+        except Exception:
+            return None
+    device = steal(r)
+    if (PyTuple_CheckExact(device) and PyTuple_GET_SIZE(device) == 2
+            and PyLong_Check(PyTuple_GET_ITEM(device, 0))
+            and PyLong_Check(PyTuple_GET_ITEM(device, 1))):
+        return device  # what the check below accepts, read without item calls
+    if required:
+        return _checked_device(device)
     try:
-        # One call without a bound method (every DLPack import of a
-        # non-ndarray asks this; getattr + call built and freed a method
-        # object each time, a third of the query's cost).
-        device = PyObject_VectorcallMethod(_DLPACK_DEVICE_NAME, args, 1, NULL)
+        return _checked_device(device)
+    except Exception:
+        return None
+
+
+cdef object _device_query_failed(object producer, bint required):
+    """The error path of _device_of_producer's query, its error still set."""
+    try:
+        raise_pending()
     except (AttributeError, TypeError):
         # Missing, or set to None (not callable): "has none", as getattr's
         # default said.  An error raised by the method itself propagates.
@@ -216,6 +248,9 @@ cdef object _device_of_producer(object producer, bint required):
         raise TypeError(
             f"a stream needs the producer's __dlpack_device__ to know what it means (DLPack "
             f"spec), and '{type(producer).__name__}' has none") from None
+
+
+cdef object _checked_device(object device):
     if (not isinstance(device, tuple) or len(<tuple>device) != 2
             or not isinstance(device[0], int) or not isinstance(device[1], int)):
         raise TypeError(f"__dlpack_device__() must return (device_type, device_id), got "
@@ -249,18 +284,17 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     if stream is None:
         if host_only:
             return None
-        try:
-            device = _device_of_producer(producer, False)
-        except Exception:
-            # Nothing was asked of this producer: its own __dlpack__ call says
-            # what it can export (as before streams were requested).
-            return None
+        device = _device_of_producer(producer, False)
     else:
         device = _device_of_producer(producer, True)
     if device is None:
         return None
-    d.device_type = <DLDeviceType><int>device[0]
-    d.device_id = <int>device[1]
+    if PyTuple_CheckExact(device):
+        d.device_type = <DLDeviceType><int><object>PyTuple_GET_ITEM(device, 0)
+        d.device_id = <int><object>PyTuple_GET_ITEM(device, 1)
+    else:
+        d.device_type = <DLDeviceType><int>device[0]
+        d.device_id = <int>device[1]
     _check_stream_value(d, stream)
     if d.device_type == kDLCPU:
         return None

@@ -1,11 +1,15 @@
 # cython: language_level=3
+from cpython.object cimport PyObject
+
 from dlpackarray.core cimport TensorView
 
 
 cdef bint is_dlpack_capsule(object obj)
 cdef object view_from_capsule(object capsule, TensorView* out, bint* copied)
 cdef void release_adopted(object capsule) noexcept
-cdef object request_capsule(object obj, object dl_device, object copy, object stream=*)
+cdef PyObject* request_common(object obj) noexcept
+cdef object request_capsule(object obj, object dl_device, object copy, object stream=*,
+                            bint pending=*)
 # Whether type(obj).__dlpack__'s signature names max_version (False where it does not say).
 cdef bint takes_max_version(type t) except -1
 # Whether a __dlpack__ max_version asks for the versioned struct; TypeError

@@ -3,10 +3,11 @@
 from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport (
-    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
+    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer,
     PyCapsule_SetName,
 )
 from libc.stdint cimport uint64_t
+from libc.string cimport strcmp
 
 from dlpackarray.abi cimport (
     DLDevice, DLManagedTensor, DLManagedTensorVersioned, kDLCPU, kDLCUDA, kDLCUDAHost,
@@ -22,6 +23,7 @@ from dlpackarray.core cimport (
     DeviceRoute, kRouteCopyToHost, kRouteRelabelHost, kRouteSame, release_adopted_capsule,
     route_device_request, validate, view_from_dltensor,
 )
+from dlpackarray._raw_call cimport raise_pending, steal, vectorcall_method
 from dlpackarray._internal cimport (
     _PyType_Lookup, copy_to_heap, device_tuple, parse_copy, parse_device,
 )
@@ -35,11 +37,6 @@ cdef tuple _MAX_VERSION = (int(kDLPackMajorVersion), int(kDLPackMinorVersion))
 cdef object _OUR_MAJOR = int(kDLPackMajorVersion)
 cdef str _DLPACK_NAME = "__dlpack__"
 cdef tuple _KWNAMES_MAX_VERSION = ("max_version",)
-
-
-cdef extern from "Python.h":
-    object PyObject_VectorcallMethod(object name, PyObject** args, size_t nargsf,
-                                     object kwnames)
 
 
 cdef bint is_dlpack_capsule(object obj):
@@ -62,8 +59,13 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
         raise TypeError(
             f"expected a DLPack PyCapsule, got a '{type(capsule).__name__}' object")
     copied[0] = False
-    if PyCapsule_IsValid(capsule, kCapsuleVersioned):
-        mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, kCapsuleVersioned)
+    # The name is read once and told apart with one comparison per candidate
+    # (PyCapsule_IsValid per candidate, then GetPointer, each checked the
+    # capsule and compared again).  An exact capsule always has a pointer:
+    # neither call fails, and GetPointer with its own name always matches.
+    name = PyCapsule_GetName(capsule)
+    if name != NULL and strcmp(name, kCapsuleVersioned) == 0:
+        mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, name)
         # Renaming first transfers ownership: from here on the producer's
         # capsule destructor no longer calls the deleter; ours does.
         PyCapsule_SetName(capsule, kCapsuleVersionedUsed)
@@ -74,32 +76,35 @@ cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
             raise BufferError(
                 f"DLPack capsule has version {major}.{minor}; this consumer understands "
                 f"major version {kDLPackMajorVersion} only")
+        # try/finally, not except: Cython saves the thread's exception state
+        # on entering every try/except, on the success path too.
         try:
             view_from_dltensor(mv.dl_tensor, out)
             out.readonly = (mv.flags & kFlagReadOnly) != 0
             copied[0] = (mv.flags & kFlagIsCopied) != 0
             validate(out[0])
             fold_byte_offset(out[0])
-        except BaseException:
-            # Refused: release the tensor now rather than when the (already
-            # renamed, so inert) capsule happens to die.
-            call_versioned_deleter(mv)
-            raise
+            mv = NULL
+        finally:
+            if mv != NULL:
+                # Refused: release the tensor now rather than when the (already
+                # renamed, so inert) capsule happens to die.
+                call_versioned_deleter(mv)
         adopt_consumed_capsule(capsule, True)
-    elif PyCapsule_IsValid(capsule, kCapsuleLegacy):
-        ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, kCapsuleLegacy)
+    elif name != NULL and strcmp(name, kCapsuleLegacy) == 0:
+        ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, name)
         PyCapsule_SetName(capsule, kCapsuleLegacyUsed)
         try:
             view_from_dltensor(ml.dl_tensor, out)
             out.readonly = False
             validate(out[0])
             fold_byte_offset(out[0])
-        except BaseException:
-            call_legacy_deleter(ml)
-            raise
+            ml = NULL
+        finally:
+            if ml != NULL:
+                call_legacy_deleter(ml)
         adopt_consumed_capsule(capsule, False)
     else:
-        name = PyCapsule_GetName(capsule)
         pyname = None if name == NULL else name.decode(errors="replace")
         if pyname in ("used_dltensor", "used_dltensor_versioned"):
             raise ValueError(
@@ -193,7 +198,22 @@ cdef object _call_dlpack(object obj, object stream, object max_version, object d
     return obj.__dlpack__(stream=stream, max_version=max_version)
 
 
-cdef object request_capsule(object obj, object dl_device, object copy, object stream=None):
+cdef PyObject* request_common(object obj) noexcept:
+    """``obj.__dlpack__(max_version=(1, 3))``, the common request, made raw.
+
+    One vectorcall with a constant kwnames tuple (a Python-level keyword call
+    would build a dict per call).  A new reference, or NULL with the
+    producer's error set: request_capsule(..., pending=True) then takes that
+    error as this call's (_raw_call.pxd: no handler entered on success).
+    """
+    cdef PyObject* args[2]
+    args[0] = <PyObject*>obj
+    args[1] = <PyObject*>_MAX_VERSION
+    return vectorcall_method(_DLPACK_NAME, args, 1, <PyObject*>_KWNAMES_MAX_VERSION)
+
+
+cdef object request_capsule(object obj, object dl_device, object copy, object stream=None,
+                            bint pending=False):
     """Calls ``obj.__dlpack__`` as a spec consumer, newest signature first.
 
     The spec's fallback for producers that predate a keyword is to call again
@@ -209,17 +229,19 @@ cdef object request_capsule(object obj, object dl_device, object copy, object st
     passed in every call (as old as the protocol).  The caller applies
     ``dl_device``/``copy`` itself to whatever comes back.  The error raised is
     the last call's, raised once and without the refused calls chained to it.
+    ``pending``: the caller made the common request (request_common) and it
+    failed, its error still set; it is taken here as the first call's.
     """
-    cdef PyObject* args[2]
+    cdef PyObject* r = NULL
     cdef bint with_device_copy = dl_device is not None or copy is not None
     cdef int taken, asked
     if not with_device_copy and stream is None:
+        if not pending:
+            r = request_common(obj)
+            if r != NULL:
+                return steal(r)
         try:
-            # The common request as one vectorcall with a constant kwnames
-            # tuple: a Python-level keyword call would build a dict per call.
-            args[0] = <PyObject*>obj
-            args[1] = <PyObject*>_MAX_VERSION
-            return PyObject_VectorcallMethod(_DLPACK_NAME, args, 1, _KWNAMES_MAX_VERSION)
+            raise_pending()
         except TypeError as e:
             error = e
     else:

@@ -27,8 +27,8 @@ from dlpackarray._views cimport (
 # The protocols, each import (view_from_*) and export.
 from dlpackarray._buffer cimport BufferOwner, acquire_buffer, fill_buffer, view_from_buffer
 from dlpackarray._dlpack cimport (
-    export_capsule, is_versioned_request, release_adopted, request_capsule, takes_max_version,
-    view_from_capsule,
+    export_capsule, is_versioned_request, release_adopted, request_capsule, request_common,
+    takes_max_version, view_from_capsule,
 )
 from dlpackarray._exchange cimport (
     exchange_api_of, own_exchange_api, view_from_exchange, view_from_managed_legacy,

@@ -25,6 +25,10 @@ bool dtype_is_supported(DLDataType dt);
 // Throws a BufferError naming the dtype if it is not supported.
 void check_dtype_supported(DLDataType dt);
 
+// check_dtype_supported's verdict and dtype_itemsize's answer from one
+// table lookup (every validated import asks both).
+int64_t supported_itemsize(DLDataType dt);
+
 // "supported dtypes are bool, int8, ...": the tail of every unsupported-dtype
 // message, built from the one dtype table.
 std::string supported_dtypes_text();

@@ -40,9 +40,18 @@ class TensorView {
 
   // Sets ndim after making room for it; the first min(old, new) entries of
   // shape and strides are kept.  Throws ValueError outside 0..kMaxNdim.
-  void set_ndim(int32_t n);
+  // Inline where the inline room suffices (every import sets it).
+  void set_ndim(int32_t n) {
+    if (n >= 0 && n <= kInlineNdim) {
+      ndim = n;
+    } else {
+      set_ndim_beyond_inline(n);
+    }
+  }
 
  private:
+  void set_ndim_beyond_inline(int32_t n);
+
   int64_t inline_[2 * kInlineNdim];
   int64_t* heap_ = nullptr;
 };
