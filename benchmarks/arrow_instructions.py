@@ -7,7 +7,9 @@ instructions, which a loaded machine does not disturb (wall times there swing
 by 2x between rounds).  Needs valgrind; the floor module is compiled as in
 B9.  ``--json FILE`` writes the figures; ``--ours`` counts dlpackarray's
 statements only (to compare two builds); ``--layouts`` counts each statement
-in three heap layouts (see LAYOUTS) and reports the median.
+in three heap layouts (see LAYOUTS) and reports the median; ``--icache``
+counts instructions and simulated L1 instruction-cache misses per operation
+instead (cachegrind, the whole process).
 
 Each route lists ours, the user's alternative and the floor, then any
 reference rows (printed under the route, each with ours over it).  The DLPack
@@ -138,18 +140,59 @@ def _per_op(stmt: str, layouts=(0,)) -> list:
     return out
 
 
-def _count(stmt: str, n: int, pad: int = 0) -> int:
+def _script(stmt: str, n: int, pad: int) -> str:
     from benchmarks.cases_arrow import floor_module
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # Built once, here: the children only load it.
     setup = SETUP.format(polars="pl." in stmt, floor_path=floor_module().__file__)
-    script = (
+    return (
         f"_pad = ['%024d' % i for i in range({pad})]\n"
         f"import sys; sys.path.insert(0, {root!r})\n{setup}\n"
         f"for _ in range(200): {stmt}\n"  # warm: caches, first-use paths
         f"for _ in range({n}): {stmt}\n"
     )
+
+
+def _icache(stmt: str, n: int) -> tuple[int, int]:
+    """(instructions, L1 instruction-cache misses) of the whole process, from
+    cachegrind's cache simulation (the host's L1i geometry)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=yes",
+             f"--cachegrind-out-file={out}", sys.executable, "-c", _script(stmt, n, 0)],
+            capture_output=True, text=True, check=True, env=env,
+        )  # fmt: skip
+        with open(out) as f:
+            counts = read_cachegrind_summary(f)
+    return counts["Ir"], counts["I1mr"]
+
+
+def read_cachegrind_summary(lines) -> dict:
+    """Event name -> total, from a cachegrind output file's ``events:`` and
+    ``summary:`` lines."""
+    events = summary = None
+    for line in lines:
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:"):
+            summary = [int(v) for v in line.split()[1:]]
+    if events is None or summary is None or len(events) != len(summary):
+        raise RuntimeError("no matching events and summary lines in cachegrind's output")
+    return dict(zip(events, summary, strict=True))
+
+
+def icache_per_op(stmt: str) -> tuple[float, float]:
+    """Instructions and simulated L1i misses per operation of ``stmt``."""
+    ir1, mr1 = _icache(stmt, N)
+    ir0, mr0 = _icache(stmt, 0)
+    return (ir1 - ir0) / N, (mr1 - mr0) / N
+
+
+def _count(stmt: str, n: int, pad: int = 0) -> int:
+    script = _script(stmt, n, pad)
     # Only the calling thread counts: OpenBLAS's and the allocators'
     # background threads spin for as long as the run lasts, which made the
     # process totals swing by 10% between runs; a fixed hash seed keeps dict
@@ -185,6 +228,24 @@ def main(argv: list[str]) -> dict:
         i = argv.index("--json")
         out_file = argv[i + 1]
         argv = argv[:i] + argv[i + 2 :]
+    if "--icache" in argv:
+        # Wall time of a route grows faster than its instruction count once the
+        # code it runs per call no longer fits the L1 instruction cache: a
+        # straight-line path of a few thousand instructions is ~16 KB of code.
+        routes = [a for a in argv if a != "--icache"]
+        results = {}
+        for route, stmts in ROUTES.items():
+            if routes and route not in routes:
+                continue
+            for label, stmt in stmts:
+                ir, misses = icache_per_op(stmt)
+                results[stmt] = {"instructions": ir, "l1i_misses": misses}
+                print(f"{route:34s} {label:22s} {ir:8.0f} instr  {misses:6.1f} L1i misses"
+                      f"  {stmt}", flush=True)  # fmt: skip
+        if out_file:
+            with open(out_file, "w") as f:
+                json.dump(results, f, indent=1)
+        return results
     only_ours = "--ours" in argv
     layouts = LAYOUTS if "--layouts" in argv else (0,)
     argv = [a for a in argv if a not in ("--ours", "--layouts")]

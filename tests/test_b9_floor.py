@@ -193,3 +193,16 @@ assert sys.getrefcount(q.a) == base
 print("ok")
 """
     )
+
+
+def test_icache_reader_takes_the_events_named_by_the_header():
+    from benchmarks.arrow_instructions import read_cachegrind_summary
+
+    out = ["desc: I1 cache: 32768 B, 64 B, 8-way associative\n",
+           "events: Ir I1mr ILmr Dr D1mr\n", "fl=x.c\n", "fn=f\n", "1 5 2 0 1 0\n",
+           "summary: 1234 56 7 89 10\n"]  # fmt: skip
+    assert read_cachegrind_summary(out) == {"Ir": 1234, "I1mr": 56, "ILmr": 7, "Dr": 89,
+                                            "D1mr": 10}  # fmt: skip
+    for broken in (out[:-1], out[2:], [*out[:-1], "summary: 1 2\n"]):
+        with pytest.raises(RuntimeError, match="events and summary"):
+            read_cachegrind_summary(broken)
