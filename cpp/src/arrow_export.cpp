@@ -71,6 +71,19 @@ namespace {
 // from the slot: not a leak.)
 std::atomic<void*> g_spare_export{nullptr};
 
+// Under AddressSanitizer every record is freed: a use after the last release
+// must be reported, not read from a parked block.
+#if defined(__SANITIZE_ADDRESS__)
+#define DLA_RECYCLE_EXPORTS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DLA_RECYCLE_EXPORTS 0
+#endif
+#endif
+#ifndef DLA_RECYCLE_EXPORTS
+#define DLA_RECYCLE_EXPORTS 1
+#endif
+
 ArrowExport* new_export() {
   void* mem = g_spare_export.exchange(nullptr, std::memory_order_acquire);
   if (mem == nullptr) mem = ::operator new(sizeof(ArrowExport));
@@ -80,7 +93,8 @@ ArrowExport* new_export() {
 void delete_export(ArrowExport* ex) noexcept {
   ex->~ArrowExport();
   void* empty = nullptr;
-  if (!g_spare_export.compare_exchange_strong(empty, ex, std::memory_order_release,
+  if (!DLA_RECYCLE_EXPORTS ||
+      !g_spare_export.compare_exchange_strong(empty, ex, std::memory_order_release,
                                               std::memory_order_relaxed)) {
     ::operator delete(static_cast<void*>(ex));
   }
