@@ -60,6 +60,50 @@ struct ArrowExport {
 
 namespace {
 
+// The memory of the last finished export, kept for the next: every
+// `pa.array(d)` makes one export and its last release ends it, and glibc's
+// malloc and free of the record cost more than the rest of its life.  One
+// atomic slot, so that an export released on any thread (without the GIL)
+// parks its memory and the next export on any thread takes it; when the slot
+// is full the memory is freed as before.  The slot holds raw memory, never a
+// live record: every export is constructed afresh, so no field can keep a
+// previous export's value.  (At exit the parked block is still reachable
+// from the slot: not a leak.)
+std::atomic<void*> g_spare_export{nullptr};
+
+// Under AddressSanitizer every record is freed: a use after the last release
+// must be reported, not read from a parked block.
+#if defined(__SANITIZE_ADDRESS__)
+#define DLA_RECYCLE_EXPORTS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DLA_RECYCLE_EXPORTS 0
+#endif
+#endif
+#ifndef DLA_RECYCLE_EXPORTS
+#define DLA_RECYCLE_EXPORTS 1
+#endif
+
+ArrowExport* new_export() {
+  void* mem = g_spare_export.exchange(nullptr, std::memory_order_acquire);
+  if (mem == nullptr) mem = ::operator new(sizeof(ArrowExport));
+  return new (mem) ArrowExport();
+}
+
+void delete_export(ArrowExport* ex) noexcept {
+  ex->~ArrowExport();
+  void* empty = nullptr;
+  if (!DLA_RECYCLE_EXPORTS ||
+      !g_spare_export.compare_exchange_strong(empty, ex, std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+    ::operator delete(static_cast<void*>(ex));
+  }
+}
+
+struct DeleteExport {
+  void operator()(ArrowExport* ex) const noexcept { delete_export(ex); }
+};
+
 // Size-0 arrays still get a non-NULL values pointer: the spec allows NULL
 // there, but not every consumer checks.
 alignas(64) const unsigned char kEmpty[64] = {};
@@ -385,12 +429,18 @@ void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
 }
 
 ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opts) {
-  const Extent extent = validate(v);
+  // `v` is a DLPackArray's view, validated (dtype, shape, strides, address
+  // range, overflow-checked) when the array was made, and never changed
+  // since: __dlpack__ hands it out as it is, and a zero-copy export only
+  // repeats its pointer and shape.  A copy reads memory by the view's extent,
+  // so that path validates again (arrow_bridge.hpp states the precondition).
   // CUDA-family data through the device methods stays on its device: any
   // copy is made there, and consumers get a sync event.  The CPU methods
   // need memory the host can read (pinned and managed memory can).
-  const bool on_cuda = opts.device == 1 && cuda::is_cuda_family(v.device);
-  if (!opts.schema_only && !on_cuda && !device_is_host_accessible(v.device)) {
+  // (Host data, the common case, skips both device lookups.)
+  const bool on_host = v.device.device_type == kDLCPU;
+  const bool on_cuda = !on_host && opts.device == 1 && cuda::is_cuda_family(v.device);
+  if (!opts.schema_only && !on_host && !on_cuda && !device_is_host_accessible(v.device)) {
     const std::string where = "device (" + std::to_string(int(v.device.device_type)) + ", " +
                               std::to_string(v.device.device_id) + ")";
     if (opts.device == 0) {
@@ -409,7 +459,7 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
                             : arrow_format_from_dtype(v.dtype);
   if (fmt == nullptr) fail(ErrorKind::Type, no_arrow_type(v.dtype));
 
-  auto ex = std::make_unique<ArrowExport>();
+  std::unique_ptr<ArrowExport, DeleteExport> ex(new_export());
   ex->device = v.device;
   ex->device_methods = opts.device;
   // Packing bits is a host loop: for data on a CUDA device the request is
@@ -429,7 +479,9 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
   } else {
     ex->length = v.shape[0];
     if (v.ndim == 1) {
-      dense = is_c_contiguous(v);
+      // is_c_contiguous() of one dimension, the hot path, without the call:
+      // no element or one element (any stride), or a unit stride.
+      dense = v.shape[0] <= 1 || v.strides[0] == 1;
     } else if (opts.nested_lists) {
       for (int32_t i = 1; i < v.ndim; ++i) ex->list_sizes.push_back(v.shape[i]);
       dense = is_c_contiguous(v);
@@ -486,6 +538,7 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
     ex->values = reinterpret_cast<const void*>(static_cast<uintptr_t>(ex->device_block));
     ex->device = DLDevice{kDLCUDA, v.device.device_id};
   } else {
+    const Extent extent = validate(v);
     const int64_t itemsize = dtype_itemsize(v.dtype);
     int64_t nbytes;
     if (__builtin_mul_overflow(extent.size, itemsize, &nbytes)) {
@@ -535,7 +588,7 @@ void arrow_export_unref(ArrowExport* ex) {
   if (ex->device_block != 0) cuda::free_device(ex->device.device_id, ex->device_block);
   void (*release)(void*) = ex->keep_release;
   void* ctx = ex->keep_ctx;
-  delete ex;
+  delete_export(ex);
   if (release != nullptr) release(ctx);
 }
 

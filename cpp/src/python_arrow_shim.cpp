@@ -1,6 +1,6 @@
 #include "dlpackarray/python_arrow_shim.hpp"
 
-#include <new>
+#include <cstdlib>
 
 #include "dlpackarray/arrow_abi.hpp"
 #include "dlpackarray/python_shim.hpp"
@@ -21,13 +21,26 @@ const char* capsule_name(ArrowCapsuleKind kind) {
   return nullptr;
 }
 
-// Value-initialised (release == NULL from the start) with operator new, not
-// calloc: glibc's calloc bypasses its per-thread cache (and a malloc plus
+// malloc'ed with only the release callback cleared (NULL: "not filled"), not
+// calloc'ed: glibc's calloc bypasses its per-thread cache (and a malloc plus
 // memset is folded back into calloc), which cost more than the rest of the
-// export on this hot path.
+// export on this hot path.  Plain malloc and free, not operator new and
+// delete: the nothrow operator new adds two calls on every capsule.  Every
+// export fill (arrow_bridge.hpp) writes every field, release last; until
+// then the destructor reads nothing but release, so the other fields need
+// no zeroing.
+template <class Struct>
+void clear_release(Struct* s) {
+  s->release = nullptr;
+}
+
+void clear_release(ArrowDeviceArray* s) { s->array.release = nullptr; }
+
 template <class Struct>
 void* new_struct() {
-  return new (std::nothrow) Struct();
+  auto* s = static_cast<Struct*>(std::malloc(sizeof(Struct)));
+  if (s != nullptr) clear_release(s);
+  return s;
 }
 
 void* new_struct(ArrowCapsuleKind kind) {
@@ -39,16 +52,6 @@ void* new_struct(ArrowCapsuleKind kind) {
     case kArrowDeviceStreamCapsule: return new_struct<ArrowDeviceArrayStream>();
   }
   return nullptr;
-}
-
-void delete_struct(ArrowCapsuleKind kind, void* s) {
-  switch (kind) {
-    case kArrowSchemaCapsule: delete static_cast<ArrowSchema*>(s); return;
-    case kArrowArrayCapsule: delete static_cast<ArrowArray*>(s); return;
-    case kArrowStreamCapsule: delete static_cast<ArrowArrayStream*>(s); return;
-    case kArrowDeviceArrayCapsule: delete static_cast<ArrowDeviceArray*>(s); return;
-    case kArrowDeviceStreamCapsule: delete static_cast<ArrowDeviceArrayStream*>(s); return;
-  }
 }
 
 // Capsule destructors (GIL held).  The struct's release is called only while
@@ -74,7 +77,7 @@ void destroy(PyObject* capsule, const char* name) {
     PyErr_Clear();
   } else {
     release_struct(s);
-    delete s;
+    std::free(s);
   }
   if (pending) {
     PyErr_Restore(type, value, tb);
@@ -116,7 +119,7 @@ PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out) {
   if (s == nullptr) return PyErr_NoMemory();
   PyObject* capsule = PyCapsule_New(s, name, destructor_for(kind));
   if (capsule == nullptr) {
-    delete_struct(kind, s);
+    std::free(s);
   } else if (out != nullptr) {
     *out = s;
   }

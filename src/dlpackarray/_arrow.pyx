@@ -62,8 +62,8 @@ cdef int _check_kwargs(dict kwargs) except -1:
     return 0
 
 
-cdef ArrowExport* _plan(const TensorView* v, object requested_schema, object copy, bint device,
-                        bint schema_only) except NULL:
+cdef inline ArrowExport* _plan(const TensorView* v, object requested_schema, object copy,
+                               bint device, bint schema_only) except NULL:
     cdef ArrowExportOptions opts
     opts.bit_packed_bool = False
     opts.nested_lists = False
@@ -99,7 +99,7 @@ cdef str _describe(object obj):
     return f"a '{type(obj).__name__}' object"
 
 
-cdef int _keep_alive(ArrowExport* ex, object owner, bint on_cuda) except -1:
+cdef inline int _keep_alive(ArrowExport* ex, object owner, bint on_cuda) except -1:
     # A copy on the device is enqueued, not done: its source stays alive until
     # the copy's memory is freed (arrow_export_unref frees it first).
     if on_cuda or arrow_export_shares_memory(ex):
@@ -128,7 +128,9 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
     cdef ArrowExport* ex = _plan(v, requested_schema, copy, device, False)
     cdef void* s
     try:
-        _keep_alive(ex, owner, is_cuda_stream_device(v.device))
+        # (Host data, the common case, skips the call into _cuda.)
+        _keep_alive(ex, owner,
+                    v.device.device_type != kDLCPU and is_cuda_stream_device(v.device))
         if stream:
             if device:
                 capsule = new_arrow_capsule(kArrowDeviceStreamCapsule, &s)

@@ -40,7 +40,9 @@ void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
 // any thread, and children may be moved out and released on their own.
 struct ArrowExport;
 
-// Plans the export of `v`: checks dtype and device, decides the layout and
+// Plans the export of `v`, a validated view (validate(): a DLPackArray's view
+// is validated when the array is made; only the copy path validates again):
+// checks dtype and device, decides the layout and
 // copies when it must (or throws BufferError when opts.copy == 0).  Returns a
 // new export holding one reference.  Throws TypeError naming dtypes Arrow
 // cannot carry.  CUDA-family data through the device methods (opts.device)
