@@ -650,38 +650,6 @@ static int wrap_getbuffer(DLPackBufferWrap* self, Py_buffer* view, int flags) {
   return 0;
 }
 
-/* DLPackBufferWrap(obj), called through the type's vectorcall: no argument
- * tuple, and one vectorcall of obj.__dlpack__. */
-static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
-                                 PyObject* kwnames) {
-  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
-    PyErr_SetString(PyExc_TypeError, "DLPackBufferWrap takes one positional argument");
-    return NULL;
-  }
-  /* call[0] is the scratch slot PY_VECTORCALL_ARGUMENTS_OFFSET lends. */
-  PyObject* call[3] = {NULL, args[0], dlpack_max_version};
-  PyObject* capsule = PyObject_VectorcallMethod(dlpack_name, call + 1,
-                                                1 | PY_VECTORCALL_ARGUMENTS_OFFSET, dlpack_kwnames);
-  if (capsule == NULL) return NULL;
-  DLManagedTensorVersioned* tensor = PyCapsule_GetPointer(capsule, "dltensor_versioned");
-  /* Allocated before the rename: until then the producer's capsule
-   * destructor still frees the tensor. */
-  DLPackBufferWrap* self =
-      tensor == NULL ? NULL : PyObject_New(DLPackBufferWrap, (PyTypeObject*)type);
-  if (self == NULL) {
-    Py_DECREF(capsule);
-    return NULL;
-  }
-  if (PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) {
-    PyObject_Free(self); /* never initialised: not deallocated */
-    Py_DECREF(capsule);
-    return NULL;
-  }
-  self->capsule = capsule;
-  self->tensor = tensor;
-  return (PyObject*)self;
-}
-
 /* The device a producer's __dlpack_device__ reports, or -1 with an error
  * set: the spec's (device_type, device_id) pair of ints. */
 static int query_device(PyObject* obj, DLDevice* out) {
@@ -703,46 +671,53 @@ static int query_device(PyObject* obj, DLDevice* out) {
   return 0;
 }
 
-/* DLPackSpecWrap(obj): the spec's consumer sequence, for host data only. */
-static PyObject* spec_wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
-                                      PyObject* kwnames) {
-  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
-    PyErr_SetString(PyExc_TypeError, "DLPackSpecWrap takes one positional argument");
-    return NULL;
-  }
+/* What the spec consumer checks of the capsule's tensor (name and pointer
+ * already checked by PyCapsule_GetPointer): NULL when it is accepted. */
+static const char* spec_refusal(const DLManagedTensorVersioned* tensor, DLDevice device) {
+  const DLTensor* t = &tensor->dl_tensor;
+  if (tensor->version.major != DLPACK_MAJOR_VERSION)
+    return "DLPackSpecWrap: unsupported DLPack major version";
+  if (t->device.device_type != device.device_type || t->device.device_id != device.device_id)
+    return "DLPackSpecWrap: the capsule's device is not the one __dlpack_device__ reported";
+  if (t->ndim < 0 || t->ndim > WRAP_MAX_NDIM || dl_format(t->dtype) == NULL)
+    return "DLPackSpecWrap: unsupported dtype, lanes or ndim";
+  return NULL;
+}
+
+static PyTypeObject DLPackSpecWrapType;
+
+/* Both wrappers: one vectorcall of obj.__dlpack__ (the spec consumer asks
+ * obj.__dlpack_device__ first and checks the tensor it gets). */
+static PyObject* make_wrap(PyTypeObject* type, PyObject* obj) {
+  const int spec = type == &DLPackSpecWrapType;
   DLDevice device;
-  if (query_device(args[0], &device) != 0) return NULL;
-  if (device.device_type != kDLCPU) {
-    /* A device consumer would pass its stream here (CUDA: 1, the legacy
-     * stream, when it has none); this floor measures host data only. */
-    PyErr_SetString(PyExc_BufferError, "DLPackSpecWrap: host (CPU) data only");
-    return NULL;
+  if (spec) {
+    if (query_device(obj, &device) != 0) return NULL;
+    if (device.device_type != kDLCPU) {
+      /* A device consumer would pass its stream here (CUDA: 1, the legacy
+       * stream, when it has none); this floor measures host data only. */
+      PyErr_SetString(PyExc_BufferError, "DLPackSpecWrap: host (CPU) data only");
+      return NULL;
+    }
   }
-  PyObject* call[3] = {NULL, args[0], dlpack_max_version};
+  /* call[0] is the scratch slot PY_VECTORCALL_ARGUMENTS_OFFSET lends. */
+  PyObject* call[3] = {NULL, obj, dlpack_max_version};
   PyObject* capsule = PyObject_VectorcallMethod(dlpack_name, call + 1,
                                                 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, dlpack_kwnames);
   if (capsule == NULL) return NULL;
   DLManagedTensorVersioned* tensor = PyCapsule_GetPointer(capsule, "dltensor_versioned");
-  const char* refusal = NULL;
-  if (tensor != NULL) {
-    const DLTensor* t = &tensor->dl_tensor;
-    if (tensor->version.major != DLPACK_MAJOR_VERSION)
-      refusal = "DLPackSpecWrap: unsupported DLPack major version";
-    else if (t->device.device_type != device.device_type || t->device.device_id != device.device_id)
-      refusal = "DLPackSpecWrap: the capsule's device is not the one __dlpack_device__ reported";
-    else if (t->ndim < 0 || t->ndim > WRAP_MAX_NDIM || dl_format(t->dtype) == NULL)
-      refusal = "DLPackSpecWrap: unsupported dtype, lanes or ndim";
-  }
-  DLPackBufferWrap* self = tensor == NULL || refusal != NULL
-                               ? NULL
-                               : PyObject_New(DLPackBufferWrap, (PyTypeObject*)type);
+  const char* refusal = tensor != NULL && spec ? spec_refusal(tensor, device) : NULL;
+  /* Allocated before the rename: until then the producer's capsule
+   * destructor still frees the tensor (a refused one included). */
+  DLPackBufferWrap* self =
+      tensor == NULL || refusal != NULL ? NULL : PyObject_New(DLPackBufferWrap, type);
   if (self == NULL) {
     if (refusal != NULL) PyErr_SetString(PyExc_BufferError, refusal);
-    Py_DECREF(capsule); /* still unused: the producer's destructor frees it */
+    Py_DECREF(capsule);
     return NULL;
   }
   if (PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) {
-    PyObject_Free(self);
+    PyObject_Free(self); /* never initialised: not deallocated */
     Py_DECREF(capsule);
     return NULL;
   }
@@ -751,21 +726,24 @@ static PyObject* spec_wrap_vectorcall(PyObject* type, PyObject* const* args, siz
   return (PyObject*)self;
 }
 
-static PyObject* spec_wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
-  if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
-    PyErr_SetString(PyExc_TypeError, "DLPackSpecWrap takes one positional argument");
+/* Either type called through its vectorcall: no argument tuple. */
+static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
+                                 PyObject* kwnames) {
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+    PyErr_Format(PyExc_TypeError, "%s takes one positional argument",
+                 ((PyTypeObject*)type)->tp_name);
     return NULL;
   }
-  return spec_wrap_vectorcall((PyObject*)type, &PyTuple_GET_ITEM(args, 0), 1, NULL);
+  return make_wrap((PyTypeObject*)type, args[0]);
 }
 
 /* The same for calls that bring an argument tuple (PyObject_Call). */
 static PyObject* wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
   if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
-    PyErr_SetString(PyExc_TypeError, "DLPackBufferWrap takes one positional argument");
+    PyErr_Format(PyExc_TypeError, "%s takes one positional argument", type->tp_name);
     return NULL;
   }
-  return wrap_vectorcall((PyObject*)type, &PyTuple_GET_ITEM(args, 0), 1, NULL);
+  return make_wrap(type, PyTuple_GET_ITEM(args, 0));
 }
 
 static void wrap_dealloc(DLPackBufferWrap* self) {
@@ -792,8 +770,8 @@ static PyTypeObject DLPackSpecWrapType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.DLPackSpecWrap",
     .tp_basicsize = sizeof(DLPackBufferWrap),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = spec_wrap_new,
-    .tp_vectorcall = spec_wrap_vectorcall,
+    .tp_new = wrap_new,
+    .tp_vectorcall = wrap_vectorcall,
     .tp_dealloc = (destructor)wrap_dealloc,
     .tp_as_buffer = &wrap_as_buffer,
 };
