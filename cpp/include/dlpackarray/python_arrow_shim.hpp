@@ -1,7 +1,7 @@
 // Python-facing part of the Arrow bridge: PyCapsules holding Arrow C structs
 // (allocated, their release cleared and wrapped before they are filled, so a
-// failure midway neither leaks nor calls garbage) and the keepalive release that drops a
-// Python reference from any thread.
+// failure midway neither leaks nor calls garbage) and the keepalive release
+// that drops a Python reference from any thread.
 #pragma once
 
 #include <Python.h>
@@ -18,10 +18,11 @@ enum ArrowCapsuleKind : int {
 
 // A new capsule with the spec's name for `kind`, owning a struct whose release
 // is NULL and whose other fields are unset: the caller's fill writes every
-// field (arrow_bridge.hpp), or leaves release NULL on failure.  Its destructor calls the struct's
-// release when it is still set (the consumer did not move it out) and frees the struct. Returns
-// NULL with an exception set on failure.  `out`, when given, gets the struct's address (sparing the
-// caller PyCapsule_GetPointer's name check).
+// field (arrow_bridge.hpp), or leaves release NULL on failure.  Its destructor
+// calls the struct's release when it is still set (the consumer did not move
+// it out) and frees the struct.  Returns NULL with an exception set on
+// failure.  `out`, when given, gets the struct's address (sparing the caller
+// PyCapsule_GetPointer's name check).
 PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out = nullptr);
 
 // ArrowKeepalive release for a strong reference to a Python object: safe on
