@@ -62,6 +62,7 @@ def _header(run: dict) -> list[str]:
         f"- load average: {meta.get('load_average_start', 'not recorded')} at the start, "
         f"{meta.get('load_average_end', 'not recorded')} at the end",
         "- versions: " + ", ".join(f"{k} {versions[k]}" for k in first + rest),
+        f"- dlpackarray build: {meta.get('build', 'not recorded')}",
         (
             f"- samples: {rounds} paired rounds per contender "
             f"({meta['settings']['big_repeats']} for large copies), contenders interleaved"

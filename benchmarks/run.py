@@ -71,6 +71,18 @@ def _versions() -> dict:
     return out
 
 
+def _build(note: str | None) -> str:
+    """What was measured: the caller's description of the build and where it is installed
+    (a plain and a profile-guided build differ by ~10 % on some routes)."""
+    try:
+        import dlpackarray
+
+        where = os.path.dirname(dlpackarray.__file__)
+    except Exception as exc:  # noqa: BLE001 -- metadata only
+        where = f"unavailable ({type(exc).__name__})"
+    return f"{note or 'not stated'}, installed at {where}"
+
+
 def _machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -127,6 +139,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "judged on the median of the per-round ratios",
     )
     p.add_argument("--runs", type=int, default=1, help="measure the selection this many times over")
+    p.add_argument(
+        "--build",
+        default=None,
+        help="how the measured dlpackarray was built (e.g. 'profile-guided wheel'), for the "
+        "report; its install folder is recorded either way",
+    )
     args = p.parse_args(argv)
     if args.rounds is not None and (args.smoke or args.rounds < 1):
         p.error("--rounds takes a positive count and does not combine with --smoke")
@@ -180,6 +198,7 @@ def main(argv=None) -> dict:
             "runs": args.runs,
             "git_commit": _git_commit(),
             "versions": _versions(),
+            "build": _build(args.build),
             "settings": vars(settings),
         },
         "cases": [],

@@ -53,6 +53,23 @@ def test_smoke_run_writes_every_output(tmp_path):
     assert "median_ns" in b8 or b8["unsupported"]
     md = (tmp_path / "t.md").read_text()
     assert "## Targets" in md and "B1/producer" in md
+    # No --build given: stated as such, with the measured package's folder.
+    import dlpackarray
+
+    where = os.path.dirname(dlpackarray.__file__)
+    assert on_disk["meta"]["build"] == f"not stated, installed at {where}"
+    assert f"- dlpackarray build: not stated, installed at {where}" in md
+
+
+def test_the_build_note_is_recorded(tmp_path):
+    result = bench_run.main(
+        ["--smoke", "--name", "b", "--out-dir", str(tmp_path), "--no-plots", "--cases", "B1"]
+        + ["--build", "profile-guided wheel"]
+    )
+    assert result["meta"]["build"].startswith("profile-guided wheel, installed at ")
+    assert "- dlpackarray build: profile-guided wheel, installed at " in (
+        (tmp_path / "b.md").read_text()
+    )
 
 
 def test_a_missing_contender_library_is_recorded_not_a_failed_case(tmp_path, monkeypatch):
