@@ -17,6 +17,7 @@
 #include "dlpackarray/dtype.hpp"
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/strided_copy.hpp"
+#include "memory_recycling.hpp"
 
 namespace dla {
 
@@ -68,21 +69,8 @@ namespace {
 // is full the memory is freed as before.  The slot holds raw memory, never a
 // live record: every export is constructed afresh, so no field can keep a
 // previous export's value.  (At exit the parked block is still reachable
-// from the slot: not a leak.)
+// from the slot: not a leak.)  Off under AddressSanitizer (memory_recycling.hpp).
 std::atomic<void*> g_spare_export{nullptr};
-
-// Under AddressSanitizer every record is freed: a use after the last release
-// must be reported, not read from a parked block.
-#if defined(__SANITIZE_ADDRESS__)
-#define DLA_RECYCLE_EXPORTS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DLA_RECYCLE_EXPORTS 0
-#endif
-#endif
-#ifndef DLA_RECYCLE_EXPORTS
-#define DLA_RECYCLE_EXPORTS 1
-#endif
 
 ArrowExport* new_export() {
   void* mem = g_spare_export.exchange(nullptr, std::memory_order_acquire);
@@ -93,9 +81,8 @@ ArrowExport* new_export() {
 void delete_export(ArrowExport* ex) noexcept {
   ex->~ArrowExport();
   void* empty = nullptr;
-  if (!DLA_RECYCLE_EXPORTS ||
-      !g_spare_export.compare_exchange_strong(empty, ex, std::memory_order_release,
-                                              std::memory_order_relaxed)) {
+  if (!kRecycleMemory || !g_spare_export.compare_exchange_strong(
+                             empty, ex, std::memory_order_release, std::memory_order_relaxed)) {
     ::operator delete(static_cast<void*>(ex));
   }
 }

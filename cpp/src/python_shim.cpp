@@ -12,6 +12,7 @@
 
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/managed_tensor.hpp"
+#include "memory_recycling.hpp"
 #include "python_thread_state.hpp"
 
 namespace dla::py {
@@ -22,13 +23,14 @@ namespace {
 // makes and drops one, and a pool avoids a malloc/free pair per call.  Every
 // block is at least kPooledBytes long, so any returned block can serve any
 // request of up to kPooledNdim dimensions whatever its tensor's ndim says.
-// The pool is touched only with the GIL held, which serialises it.
+// The pool is touched only with the GIL held, which serialises it; it is off
+// without a GIL and under AddressSanitizer (memory_recycling.hpp).
 constexpr int32_t kPooledNdim = 4;
 constexpr int kPoolCapacity = 64;
 #ifdef Py_GIL_DISABLED
 constexpr bool kPoolEnabled = false;  // no GIL to guard the pool
 #else
-constexpr bool kPoolEnabled = true;
+constexpr bool kPoolEnabled = kRecycleMemory;
 #endif
 void* g_pool[kPoolCapacity];
 int g_pool_size = 0;
