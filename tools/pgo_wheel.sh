@@ -21,9 +21,11 @@ rm -rf "$work/build" "$work/generate" "$profiles" "$work/train"
 mkdir -p "$wheel_dir" "$work/generate" "$profiles"
 
 build() {  # build STAGE OUT_DIR
+  # The long option: the -C alias needs pip 23.1, and CPython 3.10's bundled pip is older.
   "$py" -m pip wheel -q --no-deps --wheel-dir "$2" "$src" \
-    -C build-dir="$work/build" \
-    -C cmake.define.DLPACKARRAY_PGO="$1" -C cmake.define.DLPACKARRAY_PGO_DIR="$profiles"
+    --config-settings=build-dir="$work/build" \
+    --config-settings=cmake.define.DLPACKARRAY_PGO="$1" \
+    --config-settings=cmake.define.DLPACKARRAY_PGO_DIR="$profiles"
 }
 
 echo "pgo_wheel: instrumented build ($py)"
@@ -39,6 +41,7 @@ else
 fi
 
 echo "pgo_wheel: training"
+trained_at=$SECONDS
 (
   cd "$work"  # not the checkout: the installed package must be the one imported
   unset PYTHONPATH
@@ -49,7 +52,7 @@ if [ "$count" -eq 0 ]; then
   echo "pgo_wheel: the training wrote no profiles to $profiles" >&2
   exit 1
 fi
-echo "pgo_wheel: $count profiles; optimised build"
+echo "pgo_wheel: trained in $((SECONDS - trained_at)) s, $count profiles; optimised build"
 # Same object paths, fresh objects: the instrumented ones must not be reused.
 rm -rf "$work/build"
 build use "$wheel_dir"
