@@ -214,23 +214,22 @@ cdef object _device_of_producer(object producer, bint required):
     # third of the query's cost), made raw: only a failure enters a handler
     # (_raw_call.pxd).
     r = vectorcall_method(_DLPACK_DEVICE_NAME, args, 1, NULL)
-    if r == NULL:
-        if required:
-            return _device_query_failed(producer, True)
-        try:
-            return _device_query_failed(producer, False)
-        except Exception:
-            return None
-    device = steal(r)
-    if (PyTuple_CheckExact(device) and PyTuple_GET_SIZE(device) == 2
-            and PyLong_Check(PyTuple_GET_ITEM(device, 0))
-            and PyLong_Check(PyTuple_GET_ITEM(device, 1))):
-        return device  # what the check below accepts, read without item calls
-    if required:
-        return _checked_device(device)
+    device = None
+    if r != NULL:
+        device = steal(r)
+        if (PyTuple_CheckExact(device) and PyTuple_GET_SIZE(device) == 2
+                and PyLong_Check(PyTuple_GET_ITEM(device, 0))
+                and PyLong_Check(PyTuple_GET_ITEM(device, 1))):
+            return device  # what _checked_device accepts, read without item calls
+    # The slow paths (the query failed, with its error still set, or answered
+    # something to check): an error propagates when required, else means None.
     try:
+        if r == NULL:
+            return _device_query_failed(producer, required)
         return _checked_device(device)
     except Exception:
+        if required:
+            raise
         return None
 
 
