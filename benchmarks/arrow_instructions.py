@@ -52,6 +52,7 @@ Producer = F.Producer
 DLPackBufferWrap = F.DLPackBufferWrap
 DLPackSpecWrap = F.DLPackSpecWrap
 consume_arrow = F.consume_arrow
+consume_arrow_device = F.consume_arrow_device
 pa_array = pa.array(a)
 arrow_only = ArrowOnly(pa_array)
 x3 = np.ones((16, 8, 8), dtype=np.float32)
@@ -104,6 +105,7 @@ ROUTES = {
         ("dlpackarray", "DLPackArray(fst)"),
         ("pyarrow", "fst.to_numpy_ndarray()"),
         ("floor", "consume_arrow(fst)"),
+        ("device-aware floor", "consume_arrow_device(fst)"),
     ],
     "tensor export": [
         ("dlpackarray", "pa.array(DLPackArray(x3))"),

@@ -139,6 +139,7 @@ def _tensor_setup(rows: int, cell: tuple):
             "x": x,
             "DLPackArray": dlpackarray.DLPackArray,
             "consume_arrow": floor_module().consume_arrow,
+            "consume_arrow_device": floor_module().consume_arrow_device,
             "TensorProducer": floor_module().TensorProducer,
             "fst": fst,
             "arrow_only": ArrowOnly(fst),
@@ -181,6 +182,7 @@ _SPEC_WHY = (
     "and dtype checked); a reference row, not a contender"
 )
 _NOT_A_CONTENDER = " (a floor, not a contender)"
+_DEVICE_FLOOR = "device-aware floor: consume_arrow_device(fst)"
 
 
 def _size_cases(nbytes: int) -> list[Case]:
@@ -476,6 +478,13 @@ def cases() -> list[Case]:
                         "a consumer does with it" + _NOT_A_CONTENDER,
                     ),
                     Contender(
+                        _DEVICE_FLOOR,
+                        "consume_arrow_device(fst)",
+                        "the same through __arrow_c_device_array__, which a consumer that "
+                        "takes device data calls first and DLPackArray(fst) calls: pyarrow's "
+                        "device export is dearer" + _NOT_A_CONTENDER,
+                    ),
+                    Contender(
                         "fst.__arrow_c_array__",
                         "fst.__arrow_c_array__()",
                         "pyarrow's Arrow export alone",
@@ -485,6 +494,7 @@ def cases() -> list[Case]:
                 floor=_FLOOR_IMPORT,
                 targets=[
                     Target("DLPackArray(fst)", _FLOOR_IMPORT, "<=", 1.1),
+                    Target("DLPackArray(fst)", _DEVICE_FLOOR, "<=", 1.1),
                     Target("dlpackarray", "pyarrow.to_numpy_ndarray", "<=", 1.0),
                 ],
                 params={"rows": rows, "cell": list(cell), "series": "tensor"},

@@ -195,6 +195,70 @@ print("ok")
     )
 
 
+def test_device_aware_arrow_floor_reads_the_tensor_and_refuses_device_memory():
+    _run(
+        """
+import ctypes
+from dlpackarray import DLPackArray
+from dlpackarray.testing import _abi
+
+consume, consume_device = floor_module().consume_arrow, floor_module().consume_arrow_device
+cells = np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2)
+fst = pa.FixedShapeTensorArray.from_numpy_ndarray(cells)
+ours = np.asarray(DLPackArray(fst))
+
+def leaf_data(owner):
+    # The moved ArrowArray's leaf values buffer (what the floor reads).
+    a = _abi.ArrowArray.from_address(_abi.capsule_pointer(owner))
+    while a.n_children == 1:
+        a = a.children[0].contents
+    return a.buffers[1]
+
+for f in (consume, consume_device):
+    owner = f(fst)
+    assert leaf_data(owner) == ours.ctypes.data, f  # the memory DLPackArray(fst) reads
+
+class Calls:
+    def __init__(self, src, device_type=1, event=False):
+        self.src, self.device_type, self.event, self.calls = src, device_type, event, []
+    def __arrow_c_array__(self, requested_schema=None):
+        self.calls.append("array")
+        return self.src.__arrow_c_array__()
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        self.calls.append("device")
+        schema, array = self.src.__arrow_c_device_array__()
+        d = _abi.ArrowDeviceArray.from_address(_abi.capsule_pointer(array))
+        d.device_type = self.device_type
+        if self.event:
+            d.sync_event = 8
+        return schema, array
+
+c = Calls(fst)
+consume_device(c)
+consume(c)
+assert c.calls == ["device", "array"], c.calls
+for bad in (Calls(fst, device_type=2), Calls(fst, event=True)):
+    try:
+        consume_device(bad)
+    except ValueError as e:
+        assert "not host memory" in str(e)
+    else:
+        raise AssertionError("accepted device memory")
+# A refused struct stays in its capsule, whose destructor releases it: nothing leaks
+# (each leaked export of a fresh DLPackArray would keep a reference to x).
+x = np.zeros((8, 4, 4), np.float32)
+base = sys.getrefcount(x)
+for _ in range(200):
+    try:
+        consume_device(Calls(DLPackArray(x), device_type=2))
+    except ValueError:
+        pass
+assert sys.getrefcount(x) == base, (sys.getrefcount(x), base)
+print("ok")
+"""
+    )
+
+
 def test_icache_reader_takes_the_events_named_by_the_header():
     from benchmarks.arrow_instructions import read_cachegrind_summary
 

@@ -16,6 +16,10 @@
  *   out of its capsule into a new owner object (released when the owner
  *   dies) and reads the data pointer of the leaf's buffer 1 (through a
  *   tensor's fixed-size list levels).
+ * - consume_arrow_device(obj): the same through obj.__arrow_c_device_array__(),
+ *   which a consumer that takes device data calls first (the PyCapsule
+ *   interface), refusing anything but CPU memory without a sync event: the
+ *   floor of a device-aware import of host data, not a consumer.
  *
  * - DLPackBufferWrap(obj): the least a wrapper that NumPy reads through the
  *   buffer protocol (the first protocol np.asarray tries for an object that
@@ -69,6 +73,8 @@ struct ArrowArray {
   void (*release)(struct ArrowArray*);
   void* private_data;
 };
+
+#define ARROW_DEVICE_CPU 1
 
 struct ArrowDeviceArray {
   struct ArrowArray array;
@@ -210,7 +216,7 @@ static PyObject* device_array_capsule(struct ArrowDeviceArray* a, int fill_statu
     return PyErr_NoMemory();
   }
   a->device_id = -1;
-  a->device_type = 1; /* ARROW_DEVICE_CPU */
+  a->device_type = ARROW_DEVICE_CPU;
   a->sync_event = NULL;
   a->reserved[0] = a->reserved[1] = a->reserved[2] = 0;
   PyObject* c = PyCapsule_New(a, "arrow_device_array", device_array_capsule_free);
@@ -784,19 +790,32 @@ static void owner_free(PyObject* c) {
   free(a);
 }
 
-static PyObject* consume_arrow(PyObject* mod, PyObject* obj) {
-  PyObject* res = PyObject_CallMethod(obj, "__arrow_c_array__", NULL);
-  if (res == NULL) return NULL;
+/* Takes the array out of `res`, the (schema, array) pair a producer returned,
+ * into a new owner (steals `res`).  With `device`, the second capsule is an
+ * "arrow_device_array" that must describe CPU memory with no event to wait on
+ * (a floor of host imports refuses the rest). */
+static PyObject* adopt_array(PyObject* res, int device) {
   if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
     Py_DECREF(res);
     PyErr_SetString(PyExc_TypeError, "expected a capsule pair");
     return NULL;
   }
   struct ArrowSchema* s = PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 0), "arrow_schema");
-  struct ArrowArray* src = PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 1), "arrow_array");
-  if (s == NULL || src == NULL) {
+  void* p =
+      PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 1), device ? "arrow_device_array" : "arrow_array");
+  if (s == NULL || p == NULL) {
     Py_DECREF(res);
     return NULL;
+  }
+  /* The device struct starts with its ArrowArray. */
+  struct ArrowArray* src = p;
+  if (device) {
+    struct ArrowDeviceArray* d = p;
+    if (d->device_type != ARROW_DEVICE_CPU || d->sync_event != NULL) {
+      Py_DECREF(res);
+      PyErr_SetString(PyExc_ValueError, "not host memory ready to read");
+      return NULL;
+    }
   }
   struct ArrowArray* a = malloc(sizeof *a);
   if (a == NULL) {
@@ -823,8 +842,19 @@ static PyObject* consume_arrow(PyObject* mod, PyObject* obj) {
   return owner;
 }
 
+static PyObject* consume_arrow(PyObject* mod, PyObject* obj) {
+  PyObject* res = PyObject_CallMethod(obj, "__arrow_c_array__", NULL);
+  return res == NULL ? NULL : adopt_array(res, 0);
+}
+
+static PyObject* consume_arrow_device(PyObject* mod, PyObject* obj) {
+  PyObject* res = PyObject_CallMethod(obj, "__arrow_c_device_array__", NULL);
+  return res == NULL ? NULL : adopt_array(res, 1);
+}
+
 static PyMethodDef module_methods[] = {
     {"consume_arrow", consume_arrow, METH_O, NULL},
+    {"consume_arrow_device", consume_arrow_device, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
