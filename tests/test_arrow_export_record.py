@@ -7,6 +7,9 @@ it was made (only the copy path validates again).  These tests pin what that
 could break: a recycled record keeping a previous export's layout, metadata or
 copy; a keepalive dropped twice or never when releases race on several
 threads; and the values of layouts at the edge of what validation accepts.
+The tensor metadata is remembered per thread for the last cell layout: a
+layout must never get another's, and a schema must keep its own after the memo
+moves on.
 """
 
 from __future__ import annotations
@@ -255,3 +258,78 @@ def test_every_field_of_every_capsule_struct_is_written():
                 if struct is ArrowDeviceArrayStream:
                     assert st_.device_type == 1
                 del st_, capsule
+
+
+def _tensor_meta(x):
+    """(shape, permutation) of the fixed_shape_tensor metadata x exports as, from
+    pyarrow's own parse of the schema capsule."""
+    t = pa.DataType._import_from_c_capsule(DLPackArray(x).__arrow_c_schema__())
+    return tuple(t.shape), tuple(t.permutation or range(len(t.shape)))
+
+
+def _expected_meta(x):
+    # Cells in physical order (largest stride first), permutation naming it.
+    cell_strides = x.strides[1:]
+    order = sorted(range(len(cell_strides)), key=lambda i: -cell_strides[i])
+    perm = [0] * len(order)
+    for k, i in enumerate(order):
+        perm[i] = k
+    return tuple(x.shape[1 + i] for i in order), tuple(perm)
+
+
+def _layouts():
+    base = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    return [
+        np.zeros((4, 3, 2), np.int16),
+        np.zeros((4, 2, 3), np.int16),
+        np.zeros((5, 6), np.int16),
+        base,
+        base.transpose(0, 2, 1, 3),
+        base.transpose(0, 3, 2, 1),
+        np.zeros((3, 3, 2), np.int16),
+    ]
+
+
+def test_tensor_metadata_is_exact_for_every_layout_in_any_order():
+    # Each thread remembers its last cell layout's metadata: a layout after
+    # another (same rank, same cells in another order, another rank) must never
+    # get the previous one's.
+    layouts = _layouts()
+    rng = np.random.default_rng(5)
+    for i in rng.integers(0, len(layouts), 300):
+        x = layouts[i]
+        assert _tensor_meta(x) == _expected_meta(x), (x.shape, x.strides)
+        if x.ndim > 2:
+            # pyarrow reading the data with that metadata gets x back.
+            assert np.array_equal(pa.array(DLPackArray(x)).to_numpy_ndarray(), x)
+
+
+def test_tensor_metadata_outlives_the_next_layout_and_threads_keep_their_own():
+    import threading
+
+    layouts = _layouts()
+    # Schemas kept while later exports replace the remembered layout: each keeps
+    # the blob it was built with (shared, never rewritten or freed early).
+    held = [(x, DLPackArray(x).__arrow_c_schema__()) for x in layouts * 3]
+    for x, capsule in held:
+        t = pa.DataType._import_from_c_capsule(capsule)
+        assert (tuple(t.shape), tuple(t.permutation or range(len(t.shape)))) == _expected_meta(x)
+    errors = []
+
+    def run(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for i in rng.integers(0, len(layouts), 200):
+                x = layouts[i]
+                got = _tensor_meta(x)
+                if got != _expected_meta(x):
+                    errors.append((seed, x.shape, got))
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append((seed, repr(e)))
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

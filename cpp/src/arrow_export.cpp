@@ -371,6 +371,48 @@ void check_list_sizes(const ArrowExport& ex, const TensorView& v) {
   }
 }
 
+// The arrow.bool8 leaf metadata, encoded once.
+const std::string& bool8_metadata() {
+  static const std::string blob = arrow_meta::encode(
+      {{arrow_meta::kExtensionName, arrow_meta::kBool8}, {arrow_meta::kExtensionMetadata, ""}});
+  return blob;
+}
+
+// The arrow.fixed_shape_tensor metadata of v's cells stored in `order`
+// (dimensions 1..ndim-1, outermost first).  A tensor is exported again and
+// again with one cell layout, and the JSON and its encoding were ~2,500
+// instructions of every export: each thread remembers its last layout's blob,
+// and every export copies it (its schemas outlive any later layout).  Per
+// thread, so no lock.  (A plain copy, not a shared pointer: libstdc++'s
+// shared_ptr binds __libc_single_threaded, glibc 2.32, beyond manylinux_2_28.)
+const std::string& tensor_metadata(const TensorView& v, const std::vector<int32_t>& order) {
+  struct Memo {
+    std::vector<int64_t> shape, perm;
+    std::string blob;
+  };
+  thread_local Memo memo;
+  const size_t cells = order.size();
+  int64_t shape[kMaxNdim], perm[kMaxNdim];
+  for (size_t k = 0; k < cells; ++k) {
+    shape[k] = v.shape[order[k]];
+    perm[size_t(order[k] - 1)] = int64_t(k);
+  }
+  if (!memo.blob.empty() && memo.shape.size() == cells &&
+      std::equal(shape, shape + cells, memo.shape.begin()) &&
+      std::equal(perm, perm + cells, memo.perm.begin())) {
+    return memo.blob;
+  }
+  std::vector<int64_t> new_shape(shape, shape + cells), new_perm(perm, perm + cells);
+  std::string blob = arrow_meta::encode(
+      {{arrow_meta::kExtensionName, arrow_meta::kFixedShapeTensor},
+       {arrow_meta::kExtensionMetadata, arrow_meta::tensor_json(new_shape, new_perm)}});
+  // Committed only once everything is made: a throw leaves the memo as it was.
+  memo.shape.swap(new_shape);
+  memo.perm.swap(new_perm);
+  memo.blob.swap(blob);
+  return memo.blob;
+}
+
 std::string no_arrow_type(DLDataType dt) {
   return "dtype " + dtype_name(dt) +
          " has no Arrow equivalent: Arrow carries bool, int8-64, uint8-64 and float16/32/64 "
@@ -453,10 +495,7 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
   // answered with arrow.bool8 (requests are best effort).
   const bool bits = is_bool && opts.bit_packed_bool && !on_cuda;
   ex->leaf_format = bits ? "b" : fmt;
-  if (is_bool && !bits) {
-    ex->leaf_metadata = arrow_meta::encode(
-        {{arrow_meta::kExtensionName, arrow_meta::kBool8}, {arrow_meta::kExtensionMetadata, ""}});
-  }
+  if (is_bool && !bits) ex->leaf_metadata = bool8_metadata();
 
   // Layout and whether the memory can be shared as it is.
   bool dense = true;
@@ -501,14 +540,7 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
       order.clear();
       for (int32_t i = 1; i < v.ndim; ++i) order.push_back(i);
     }
-    std::vector<int64_t> phys_shape, perm(size_t(v.ndim - 1));
-    for (size_t k = 0; k < order.size(); ++k) {
-      phys_shape.push_back(v.shape[order[k]]);
-      perm[size_t(order[k] - 1)] = int64_t(k);
-    }
-    ex->top_metadata = arrow_meta::encode(
-        {{arrow_meta::kExtensionName, arrow_meta::kFixedShapeTensor},
-         {arrow_meta::kExtensionMetadata, arrow_meta::tensor_json(phys_shape, perm)}});
+    ex->top_metadata = tensor_metadata(v, order);
   }
   if (opts.schema_only) return ex.release();
 
