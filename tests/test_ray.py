@@ -7,6 +7,8 @@ store without a copy, and is read-only.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import process_workers
 import pytest
@@ -17,6 +19,12 @@ from dlpackarray import DLPackArray
 
 @pytest.fixture(scope="module")
 def ray():
+    if os.environ.get("DLPACKARRAY_SANITIZED"):
+        # Ray's worker processes inherit the ASan preload, and Ray's own
+        # setproctitle (ray/_raylet.so spt_setup) reads freed memory there: ASan
+        # kills the worker and ray.init waits for it for ever (seen in CI,
+        # 2026-11-26).  The Ray round trip runs in the plain suite and on the wheel.
+        pytest.skip("Ray's workers fail under the ASan preload (a use-after-free in Ray)")
     ray = require("ray", "the Ray round trip")
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
              object_store_memory=200 * 2**20)  # fmt: skip
