@@ -1,6 +1,7 @@
-// libFuzzer harness over the Arrow import of the C++ core: arrow_parse_schema,
-// arrow_bind_array, arrow_materialize and arrow_concat on ArrowSchema and
-// ArrowArray trees built from the fuzz input.  Formats come from a small
+// libFuzzer harness over the Arrow import of the C++ core: arrow_parse_schema
+// (and its memo against the uncached parse), arrow_bind_array,
+// arrow_materialize and arrow_concat on ArrowSchema and ArrowArray trees
+// built from the fuzz input.  Formats come from a small
 // dictionary or raw bytes (any byte, UTF-8 or not), NULL sometimes; names
 // likewise; metadata is an extension (arrow.bool8, arrow.fixed_shape_tensor
 // with fuzzed JSON, unknown names) or fuzzed pairs, negative counts too;
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "../cpp/src/arrow_metadata.hpp"
+#include "../cpp/src/arrow_schema_memo.hpp"
 #include "dlpackarray/arrow_abi.hpp"
 #include "dlpackarray/arrow_bridge.hpp"
 #include "dlpackarray/errors.hpp"
@@ -306,15 +308,41 @@ void check_message(const dla::Error& e) {
   if (!arrow_meta::valid_utf8(e.what())) __builtin_trap();  // Python could not raise it
 }
 
-void import(Arena& A, const ArrowSchema& s, const ArrowArray& a) {
-  dla::ArrowTypeInfo info;
+// The outcome of one parse: the type as arrow_describe names it plus every
+// field the bind reads, or the error's kind and message.
+std::string parse_outcome(const ArrowSchema& s, bool memo, dla::ArrowTypeInfo* info) {
   try {
-    dla::arrow_parse_schema(s, &info);
-    (void)dla::arrow_describe(info);
+    if (memo) {
+      dla::arrow_parse_schema(s, info);
+    } else {
+      dla::arrow_parse_schema_uncached(s, info);
+    }
   } catch (const dla::Error& e) {
     check_message(e);
-    return;
+    return "error " + std::to_string(int(e.kind())) + " " + e.what();
   }
+  std::string out = dla::arrow_describe(*info) + " " + std::to_string(info->dtype.code) + "/" +
+                    std::to_string(info->dtype.bits) + " " + std::to_string(info->bit_packed) +
+                    std::to_string(info->bool8) + std::to_string(info->tensor) + " " +
+                    std::to_string(info->n_sizes) + " " + std::to_string(info->cell_ndim);
+  for (int32_t i = 0; i < info->n_sizes; ++i) out += " s" + std::to_string(info->sizes[i]);
+  for (int32_t i = 0; i < info->cell_ndim; ++i) {
+    out += " c" + std::to_string(info->cell[i]) + ":" + std::to_string(info->cell_strides[i]);
+  }
+  return out;
+}
+
+void import(Arena& A, const ArrowSchema& s, const ArrowArray& a) {
+  dla::ArrowTypeInfo info;
+  // The memo (cpp/src/arrow_schema_memo.cpp) never changes an outcome: the
+  // uncached parse, a first memo call (a hit when the previous input left
+  // an equal fingerprint) and a second one (a hit after any success) agree.
+  dla::ArrowTypeInfo plain, again;
+  const std::string expected = parse_outcome(s, false, &plain);
+  if (parse_outcome(s, true, &info) != expected || parse_outcome(s, true, &again) != expected) {
+    __builtin_trap();
+  }
+  if (expected.compare(0, 6, "error ") == 0) return;
   std::vector<dla::ArrowBinding> chunks(1);
   const dla::DLDevice cpu{dla::kDLCPU, 0};
   try {

@@ -27,8 +27,8 @@ case "$harness" in
     # The import plus what it links: metadata, and the CUDA copy behind
     # device bitmaps (never reached: the harness imports CPU data only).
     sources=(fuzz/arrow_fuzz.cpp "${core_sources[@]}"
-      cpp/src/arrow_import.cpp cpp/src/arrow_metadata.cpp cpp/src/cuda_copy.cpp
-      cpp/src/cuda_driver.cpp cpp/src/cuda_sync.cpp)
+      cpp/src/arrow_import.cpp cpp/src/arrow_schema_memo.cpp cpp/src/arrow_metadata.cpp
+      cpp/src/cuda_copy.cpp cpp/src/cuda_driver.cpp cpp/src/cuda_sync.cpp)
     libs=(-ldl -pthread)
     ;;
   *)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "arrow_metadata.hpp"
+#include "arrow_schema_memo.hpp"
 #include "dlpackarray/arrow_bridge.hpp"
 #include "dlpackarray/cuda_exchange.hpp"
 #include "dlpackarray/dtype.hpp"
@@ -312,41 +313,6 @@ std::string arrow_describe(const ArrowTypeInfo& t) {
 
 namespace {
 
-// parse_tensor_json, remembering this thread's last success: producers
-// export a fresh copy of the same extension metadata with every array of a
-// type, and the parse is a pure function of its bytes (a failure is never
-// remembered, so it is raised every time).
-void parse_tensor_json_memo(std::string_view json, arrow_meta::TensorParams* out) {
-  using arrow_meta::TensorParams;
-  // Plain data, zero-initialised: no guard on each thread_local access.
-  struct Memo {
-    size_t len_plus_one;  // 0: nothing remembered yet
-    char text[256];
-    int32_t ndim;
-    int64_t shape[TensorParams::kMaxCellNdim];
-    int64_t permutation[TensorParams::kMaxCellNdim];
-  };
-  static thread_local Memo memo;
-  if (json.size() + 1 == memo.len_plus_one &&
-      std::memcmp(json.data(), memo.text, json.size()) == 0) {
-    out->ndim = memo.ndim;
-    for (int32_t i = 0; i < out->ndim; ++i) {
-      out->shape[i] = memo.shape[i];
-      out->permutation[i] = memo.permutation[i];
-    }
-    return;
-  }
-  arrow_meta::parse_tensor_json(json, out);
-  if (json.size() > sizeof memo.text) return;
-  std::memcpy(memo.text, json.data(), json.size());
-  memo.len_plus_one = json.size() + 1;
-  memo.ndim = out->ndim;
-  for (int32_t i = 0; i < out->ndim; ++i) {
-    memo.shape[i] = out->shape[i];
-    memo.permutation[i] = out->permutation[i];
-  }
-}
-
 // arrow.fixed_shape_tensor: a fixed-size list of K = prod(shape) values.
 void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
   if (!starts_with(s.format, "+w:")) {
@@ -359,7 +325,7 @@ void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
   std::string_view json;
   arrow_meta::lookup(s.metadata, arrow_meta::kExtensionMetadata, &json);
   arrow_meta::TensorParams params;
-  parse_tensor_json_memo(json, &params);
+  arrow_meta::parse_tensor_json(json, &params);
   int64_t product = 1;
   for (int32_t i = 0; i < params.ndim; ++i) product = checked_mul(product, params.shape[i]);
   if (product != k) {
@@ -389,7 +355,7 @@ void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
 
 }  // namespace
 
-void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out) {
+void arrow_parse_schema_uncached(const ArrowSchema& s, ArrowTypeInfo* out) {
   out->dtype = DLDataType{kDLUInt, 8, 1};
   out->bit_packed = out->bool8 = out->tensor = false;
   out->n_sizes = out->cell_ndim = 0;

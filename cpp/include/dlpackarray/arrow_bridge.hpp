@@ -92,6 +92,8 @@ std::string arrow_describe(const ArrowTypeInfo& t);
 // Parses a schema: a primitive, nested fixed-size lists of one, the
 // arrow.fixed_shape_tensor or arrow.bool8 extension.  Throws TypeError naming
 // the Arrow type for everything else (strings, dictionaries, structs, ...).
+// Remembers the calling thread's last success by the schema's content, which
+// a type's every export repeats (cpp/src/arrow_schema_memo.cpp).
 void arrow_parse_schema(const ArrowSchema& s, ArrowTypeInfo* out);
 
 // One array of a parsed type as a view.
