@@ -265,6 +265,23 @@ bool lookup(const char* blob, std::string_view key, std::string_view* value) {
   return false;
 }
 
+int64_t blob_size(const char* blob, int64_t limit) {
+  const char* p = blob;
+  const int32_t n = get_int32(p);
+  if (n < 0) return -1;
+  int64_t size = 4;
+  for (int32_t i = 0; i < n; ++i) {
+    for (int part = 0; part < 2; ++part) {  // key, then value
+      const int32_t len = get_int32(p);
+      if (len < 0) return -1;
+      size += 4 + int64_t(len);
+      if (size > limit) return -1;
+      p += len;
+    }
+  }
+  return size;
+}
+
 std::string tensor_json(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
   auto list = [](const std::vector<int64_t>& v) {
     std::string s = "[";

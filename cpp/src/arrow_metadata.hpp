@@ -38,6 +38,11 @@ std::string encode(const KeyValues& kv);
 // copied or allocated.  Throws ValueError for negative counts/lengths.
 bool lookup(const char* blob, std::string_view key, std::string_view* value);
 
+// Bytes of a blob (not NULL) by its declared count and lengths, walked as
+// lookup walks them; -1 for a negative count or length (which lookup
+// refuses) or once the size passes `limit` (the walk stops there).
+int64_t blob_size(const char* blob, int64_t limit);
+
 // {"shape":[...]} plus "permutation" when it is not the identity.
 std::string tensor_json(const std::vector<int64_t>& shape, const std::vector<int64_t>& permutation);
 

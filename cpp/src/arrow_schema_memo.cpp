@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arrow_metadata.hpp"
+
 namespace dla {
 namespace arrow_schema_memo {
 
@@ -46,29 +48,6 @@ class KeyWriter {
   char* end_;
 };
 
-int32_t read_int32(const char* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// Bytes of a metadata blob by its declared count and lengths; -1 for a
-// negative one (which the parse refuses) or a size past the key's room.
-int64_t metadata_size(const char* blob) {
-  const int32_t n = read_int32(blob);
-  if (n < 0) return -1;
-  int64_t size = 4;
-  for (int32_t i = 0; i < n; ++i) {
-    for (int part = 0; part < 2; ++part) {
-      const int32_t len = read_int32(blob + size);
-      if (len < 0) return -1;
-      size += 4 + int64_t(len);
-      if (size > int64_t(kKeyCapacity)) return -1;
-    }
-  }
-  return size;
-}
-
 bool put_node(const ArrowSchema& s, KeyWriter* w) {
   if (s.release == nullptr || s.format == nullptr || s.dictionary != nullptr) return false;
   if (!w->put_string(s.format)) return false;
@@ -77,7 +56,7 @@ bool put_node(const ArrowSchema& s, KeyWriter* w) {
     return false;
   }
   if (s.metadata == nullptr) return w->put_int64(-1);
-  const int64_t size = metadata_size(s.metadata);
+  const int64_t size = arrow_meta::blob_size(s.metadata, int64_t(kKeyCapacity));
   return size >= 0 && w->put_int64(size) && w->put_bytes(s.metadata, size_t(size));
 }
 
