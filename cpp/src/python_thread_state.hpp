@@ -76,20 +76,25 @@ inline bool interpreter_finalizing() noexcept {
 // Whether this thread holds the GIL now.  3.12+ keeps the current thread
 // state per thread, NULL while detached; 3.11 and older keep one per runtime,
 // the holder's, so it must also be this thread's own.  Unlike
-// PyGILState_Check this stays exact when sub-interpreters have switched that
-// check off.
+// PyGILState_Check it does not answer yes for every thread once
+// sub-interpreters have switched that check off; on 3.10/3.11 it answers no
+// for a thread running a sub-interpreter's state over its main one (the
+// caller then takes the GIL through PyGILState_Ensure, which 3.11 documents
+// as unsupported there; the Cython modules refuse to load in a
+// sub-interpreter anyway).
 inline bool holds_gil() noexcept {
 #if PY_VERSION_HEX >= 0x030D0000
   return PyThreadState_GetUnchecked() != nullptr;
 #elif PY_VERSION_HEX >= 0x030C0000
   return _PyThreadState_UncheckedGet() != nullptr;
 #else
-  // The holder's state is this thread's when it carries this thread's id
-  // (set by CPython on the thread the state is made for).  Cheaper than
-  // PyGILState_GetThisThreadState's thread-local lookup on every release, and
-  // also right for a sub-interpreter's thread, which that lookup misses.
+  // The holder's state is this thread's when it is the one CPython registered
+  // for this thread.  Only the two pointers are compared: a thread without the
+  // GIL must never read through `current`, which belongs to whichever thread
+  // holds the GIL and is freed when that thread's PyGILState_Release drops its
+  // last hold (tests/test_soak.py, run under ASan, races exactly that).
   PyThreadState* current = _PyThreadState_UncheckedGet();
-  return current != nullptr && current->thread_id == PyThread_get_thread_ident();
+  return current != nullptr && current == PyGILState_GetThisThreadState();
 #endif
 }
 #endif  // Py_LIMITED_API

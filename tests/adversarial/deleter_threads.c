@@ -179,6 +179,58 @@ static PyObject *release_detached(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+typedef struct {
+  Call *calls;
+  Py_ssize_t count;
+} CallBatch;
+
+static void *run_call_batch(void *arg) {
+  CallBatch *b = (CallBatch *)arg;
+  for (Py_ssize_t i = 0; i < b->count; ++i) b->calls[i].release(b->calls[i].arg);
+  return NULL;
+}
+
+/* release_in_threads(pairs, nthreads): pairs as in release_detached; splits
+ * them over nthreads pthreads that call release(argument) without the GIL,
+ * all at once, and joins them with the GIL released.  Returns how many
+ * threads ran. */
+static PyObject *release_in_threads(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *list;
+  int nthreads;
+  if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &list, &nthreads)) return NULL;
+  if (nthreads < 1 || nthreads > 256) {
+    PyErr_SetString(PyExc_ValueError, "nthreads must be in 1..256");
+    return NULL;
+  }
+  Py_ssize_t count = PyList_GET_SIZE(list);
+  Call *calls = malloc(sizeof(Call) * (size_t)(count > 0 ? count : 1));
+  if (calls == NULL) return PyErr_NoMemory();
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    void *release, *target;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "O&O&", address_of, &release, address_of,
+                          &target)) {
+      free(calls);
+      return NULL;
+    }
+    calls[i] = (Call){(void (*)(void *))release, target, 0};
+  }
+  pthread_t threads[256];
+  CallBatch batches[256];
+  Py_ssize_t per = (count + nthreads - 1) / nthreads;
+  int started = 0;
+  for (int t = 0; t < nthreads; ++t) {
+    Py_ssize_t lo = t * per, hi = lo + per < count ? lo + per : count;
+    if (lo >= hi) break;
+    batches[t] = (CallBatch){calls + lo, hi - lo};
+    if (pthread_create(&threads[t], NULL, run_call_batch, &batches[t]) != 0) break;
+    started++;
+  }
+  Py_BEGIN_ALLOW_THREADS for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
+  Py_END_ALLOW_THREADS free(calls);
+  return PyLong_FromLong(started);
+}
+
 /* delete_with_error_set(address): calls the deleter while a ValueError is
  * set, as happens when an owner dies during exception propagation.  Returns
  * True when the same exception is still set afterwards (then cleared). */
@@ -207,6 +259,7 @@ static PyMethodDef methods[] = {
     {"delete_in_threads", delete_in_threads, METH_VARARGS, "deleters from pthreads, joined"},
     {"delete_detached", delete_detached, METH_VARARGS, "deleters from detached pthreads"},
     {"release_detached", release_detached, METH_VARARGS, "release callbacks from detached pthreads"},
+    {"release_in_threads", release_in_threads, METH_VARARGS, "release callbacks from pthreads, joined"},
     {"delete_with_error_set", delete_with_error_set, METH_O, "deleter with an error set"},
     {NULL, NULL, 0, NULL}};
 
