@@ -75,37 +75,6 @@ static int read_addresses(PyObject *list, Managed ***out, Py_ssize_t *count) {
   return 0;
 }
 
-/* delete_in_threads(addresses, nthreads): splits the tensors over nthreads
- * pthreads that call the deleters without the GIL; joins them with the GIL
- * released (the deleters need it). */
-static PyObject *delete_in_threads(PyObject *self, PyObject *args) {
-  (void)self;
-  PyObject *list;
-  int nthreads;
-  if (!PyArg_ParseTuple(args, "Oi", &list, &nthreads)) return NULL;
-  if (nthreads < 1 || nthreads > 256) {
-    PyErr_SetString(PyExc_ValueError, "nthreads must be in 1..256");
-    return NULL;
-  }
-  Managed **tensors;
-  Py_ssize_t count;
-  if (read_addresses(list, &tensors, &count) < 0) return NULL;
-  pthread_t threads[256];
-  Batch batches[256];
-  Py_ssize_t per = (count + nthreads - 1) / nthreads;
-  int started = 0;
-  for (int t = 0; t < nthreads; ++t) {
-    Py_ssize_t lo = t * per, hi = lo + per < count ? lo + per : count;
-    if (lo >= hi) break;
-    batches[t] = (Batch){tensors + lo, hi - lo, 0};
-    if (pthread_create(&threads[t], NULL, run_batch, &batches[t]) != 0) break;
-    started++;
-  }
-  Py_BEGIN_ALLOW_THREADS for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
-  Py_END_ALLOW_THREADS free(tensors);
-  return PyLong_FromLong(started);
-}
-
 /* delete_detached(addresses, delay_us): one detached pthread per tensor, each
  * sleeping up to delay_us before calling the deleter; returns at once, so the
  * deleters race whatever the interpreter does next (e.g. shutting down). */
@@ -190,30 +159,14 @@ static void *run_call_batch(void *arg) {
   return NULL;
 }
 
-/* release_in_threads(pairs, nthreads): pairs as in release_detached; splits
- * them over nthreads pthreads that call release(argument) without the GIL,
- * all at once, and joins them with the GIL released.  Returns how many
- * threads ran. */
-static PyObject *release_in_threads(PyObject *self, PyObject *args) {
-  (void)self;
-  PyObject *list;
-  int nthreads;
-  if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &list, &nthreads)) return NULL;
+/* Splits the calls over nthreads pthreads that make them without the GIL, all
+ * at once, and joins them with the GIL released (the calls take it).  Frees
+ * `calls`.  Returns how many threads ran, or NULL with an error set. */
+static PyObject *run_calls_in_threads(Call *calls, Py_ssize_t count, int nthreads) {
   if (nthreads < 1 || nthreads > 256) {
+    free(calls);
     PyErr_SetString(PyExc_ValueError, "nthreads must be in 1..256");
     return NULL;
-  }
-  Py_ssize_t count = PyList_GET_SIZE(list);
-  Call *calls = malloc(sizeof(Call) * (size_t)(count > 0 ? count : 1));
-  if (calls == NULL) return PyErr_NoMemory();
-  for (Py_ssize_t i = 0; i < count; ++i) {
-    void *release, *target;
-    if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "O&O&", address_of, &release, address_of,
-                          &target)) {
-      free(calls);
-      return NULL;
-    }
-    calls[i] = (Call){(void (*)(void *))release, target, 0};
   }
   pthread_t threads[256];
   CallBatch batches[256];
@@ -229,6 +182,53 @@ static PyObject *release_in_threads(PyObject *self, PyObject *args) {
   Py_BEGIN_ALLOW_THREADS for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
   Py_END_ALLOW_THREADS free(calls);
   return PyLong_FromLong(started);
+}
+
+static void call_deleter(void *tensor) {
+  Managed *m = (Managed *)tensor;
+  if (m->deleter != NULL) m->deleter(m);
+}
+
+/* delete_in_threads(addresses, nthreads): splits the tensors over nthreads
+ * pthreads that call the deleters without the GIL (run_calls_in_threads). */
+static PyObject *delete_in_threads(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *list;
+  int nthreads;
+  if (!PyArg_ParseTuple(args, "Oi", &list, &nthreads)) return NULL;
+  Managed **tensors;
+  Py_ssize_t count;
+  if (read_addresses(list, &tensors, &count) < 0) return NULL;
+  Call *calls = malloc(sizeof(Call) * (size_t)(count > 0 ? count : 1));
+  if (calls == NULL) {
+    free(tensors);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < count; ++i) calls[i] = (Call){call_deleter, tensors[i], 0};
+  free(tensors);
+  return run_calls_in_threads(calls, count, nthreads);
+}
+
+/* release_in_threads(pairs, nthreads): pairs as in release_detached, each
+ * release(argument) made as in delete_in_threads. */
+static PyObject *release_in_threads(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *list;
+  int nthreads;
+  if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &list, &nthreads)) return NULL;
+  Py_ssize_t count = PyList_GET_SIZE(list);
+  Call *calls = malloc(sizeof(Call) * (size_t)(count > 0 ? count : 1));
+  if (calls == NULL) return PyErr_NoMemory();
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    void *release, *target;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "O&O&", address_of, &release, address_of,
+                          &target)) {
+      free(calls);
+      return NULL;
+    }
+    calls[i] = (Call){(void (*)(void *))release, target, 0};
+  }
+  return run_calls_in_threads(calls, count, nthreads);
 }
 
 /* delete_with_error_set(address): calls the deleter while a ValueError is
