@@ -286,6 +286,36 @@ print(kept, ref() is None)
 
 
 @pytest.mark.slow
+def test_consumed_capsules_leave_the_error_indicator_as_they_found_it(helper_dir):
+    # The destructor of a capsule DLPackArray adopted runs the producer's
+    # deleter.  With nothing pending it must discard an error the deleter
+    # left (else the next C call fails with SystemError); with an exception
+    # in flight it must keep that one, whatever the deleter does.
+    code = TAKE.format(folder=helper_dir) + (
+        r"""
+def adopted(src):
+    cap = DLPackArray(src).__dlpack__(max_version=(1, 3))
+    deleter_threads.set_error_after_deleter(cap)
+    return DLPackArray(cap)
+
+srcs = [np.arange(4.0) for _ in range(3)]
+refs = [weakref.ref(s) for s in srcs]
+a = adopted(srcs[0])
+del a  # nothing pending
+left = deleter_threads.error_left_set()
+kept = deleter_threads.drop_with_error_set([adopted(srcs[1])])
+plain = deleter_threads.drop_with_error_set([DLPackArray(srcs[2].__dlpack__())])
+del srcs
+gc.collect()
+print(left, kept, plain, deleter_threads.wrapped_deleter_calls(), sum(r() is None for r in refs))
+"""
+    )
+    proc = run_python(code)
+    assert_clean_exit(proc, "deleters that set an error")
+    assert proc.stdout.split() == ["False", "True", "True", "2", "3"]
+
+
+@pytest.mark.slow
 def test_deleters_racing_interpreter_shutdown(helper_dir):
     # DLPack deleters and the release callbacks of the four Arrow exports that
     # hold their source (issue 17, item 10), spread over the exit.

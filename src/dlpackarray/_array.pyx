@@ -8,7 +8,7 @@ import mmap as _mmap_module
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.dict cimport PyDict_Check
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
 from libc.stdint cimport intptr_t, uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
@@ -230,10 +230,16 @@ cdef int _check_copy_arg(object copy) except -1:
     return 0
 
 
+cdef inline bint _requests_nothing(object copy, object device) noexcept:
+    """Whether an import's ``copy``/``device`` leave its view as it came (most
+    imports: no TensorView built and destroyed, no handler entered)."""
+    return device is None and copy is not True
+
+
 cdef int _finish_import(DLPackArray self, object copy, object device, bint copied) except -1:
     """Applies the ``device`` and ``copy`` requests to a freshly imported view."""
-    if device is None and copy is not True:
-        return 0  # nothing asked (most imports): no TensorView built and destroyed
+    if _requests_nothing(copy, device):
+        return 0
     return _apply_requests(self, copy, device, copied)
 
 
@@ -380,6 +386,85 @@ cdef inline bint _may_subclass(type t) noexcept:
     return (<PyTypeObject*>t).tp_basicsize >= (<PyTypeObject*>DLPackArray).tp_basicsize
 
 
+cdef int _import_by_dlpack_call(DLPackArray self, object obj, type t, object copy,
+                                object device, bint dlpack_only, object stream,
+                                bint host_only) except -1:
+    """The ``obj.__dlpack__(...)`` branch of _import_into (same return value).
+    ``host_only``: ``t`` is numpy.ndarray, whose data is host memory."""
+    cdef bint copied = False
+    cdef int pinned_device = -1
+    cdef int stream_checked
+    cdef bint common
+    cdef PyObject* raw
+    dl_device = None
+    if device is not None:
+        dl_device = device_tuple(parse_device(device))
+    refusal = None
+    # CUDA hook: a CUDA producer is asked with a stream even when none
+    # was given, so its pending work is ordered (docs/cuda.md).  An exact
+    # ndarray is host memory: no __dlpack_device__ round trip for it.
+    stream_arg = producer_stream_argument(obj, stream, dl_device, host_only, &pinned_device)
+    common = dl_device is None and copy is None and stream_arg is None
+    raw = request_common(obj) if common else NULL
+    if raw != NULL:
+        capsule = steal(raw)
+    else:
+        # Only a failed or uncommon request enters a handler (_raw_call.pxd).
+        try:
+            capsule = request_capsule(obj, dl_device, copy, stream_arg, common)
+        except (BufferError, TypeError) as e:
+            refusal = e
+    if refusal is not None:
+        # Outside the handler, so that an error of our own is not chained
+        # to the producer's refusal.
+        if isinstance(refusal, BufferError) and _import_extension_dtype(self, obj):
+            return _finish_import(self, copy, device, False)
+        # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
+        # say why in our words (or unpack the booleans).
+        if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
+            if dl_device is not None and isinstance(refusal, BufferError):
+                raise _device_refused(obj, dl_device, refusal) from refusal
+            raise refusal
+        return 0
+    self.owner = view_from_capsule(capsule, &self._view, &copied)
+    if pinned_device < 0 and self._view.device.device_type == kDLCPU:
+        # Host data that no pinned-memory query flagged: ready_after_request
+        # has nothing to wait for (its first two tests) and returns 0.
+        stream_checked = 0
+    else:
+        stream_checked = -1
+        try:  # finally, not except: no exception state saved on success
+            stream_checked = ready_after_request(&self._view, stream_arg, pinned_device)
+        finally:
+            if stream_checked == -1:
+                self.owner = None
+                release_adopted(capsule)
+    if _requests_nothing(copy, device):
+        return stream_checked  # _finish_capsule_import would do nothing
+    _finish_capsule_import(self, capsule, copy, device, copied)
+    return stream_checked
+
+
+cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
+                         object device) except -1:
+    """Another DLPackArray: its view and owner, then the requests.  Apart
+    from _import_by_precedence, whose every call would otherwise construct
+    and destroy the TensorView temporary of the assignment."""
+    check_ready(other)
+    self._view = other._view
+    self.owner = other.owner
+    return _finish_import(self, copy, device, False)
+
+
+# Types whose objects last took the plain __dlpack__ call of _import_into: no
+# C exchange table, not read as Arrow first, not an exact ndarray, not able to
+# be a DLPackArray (so none of the earlier branches applies).  A hit skips the
+# per-type probes in front of that call (~130 instructions of every
+# DLPackArray(pa_array)); each probe is itself a function of the type's state,
+# which the version tag follows.
+cdef TypeSlot _plain_dlpack_types[TYPE_CACHE_SIZE]
+
+
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only, object stream=None) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence.
@@ -388,21 +473,26 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     device and must not be checked against the view's again (a pinned torch
     tensor: see ready_after_request), else 0.
     """
-    cdef DLPackArray other
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    _check_copy_arg(copy)
+    # The cache hit and the full chain are separate functions: this one holds
+    # no object locals, so the hit pays no prologue/epilogue for theirs.
+    if type_slot_hit(type_slot(_plain_dlpack_types, tp), tp):
+        # Never numpy.ndarray (not cached): host_only is False.
+        return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only, stream,
+                                      False)
+    return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
+
+
+cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy, object device,
+                               bint dlpack_only, object stream) except -1:
+    """_import_into's protocol chain, from the top (same return value)."""
     cdef const DLPackExchangeAPI* api
     cdef bint copied = False
-    cdef type t = type(obj)
-    cdef int pinned_device = -1
-    cdef int stream_checked
-    cdef bint common
-    cdef PyObject* raw
-    _check_copy_arg(copy)
+    cdef PyTypeObject* tp = <PyTypeObject*>t
+    cdef bint host_only
     if t is DLPackArray or (_may_subclass(t) and isinstance(obj, DLPackArray)):
-        other = <DLPackArray>obj
-        check_ready(other)
-        self._view = other._view
-        self.owner = other.owner
-        return _finish_import(self, copy, device, False)
+        return _import_copy_of(self, <DLPackArray>obj, copy, device)
     if PyCapsule_CheckExact(obj):
         self.owner = view_from_capsule(obj, &self._view, &copied)
         ready_after_bare_capsule(&self._view)  # CUDA hook: no stream known
@@ -428,47 +518,11 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             # Arrow data is read as Arrow defines it, not as its __dlpack__ does.
             self.owner = view_from_arrow(obj, &self._view, &copied, copy)
             return _finish_import(self, copy, device, copied)
-        dl_device = None
-        if device is not None:
-            dl_device = device_tuple(parse_device(device))
-        refusal = None
-        # CUDA hook: a CUDA producer is asked with a stream even when none
-        # was given, so its pending work is ordered (docs/cuda.md).  An exact
-        # ndarray is host memory: no __dlpack_device__ round trip for it.
-        stream_arg = producer_stream_argument(obj, stream, dl_device,
-                                              <object>t is _ndarray_type(), &pinned_device)
-        common = dl_device is None and copy is None and stream_arg is None
-        raw = request_common(obj) if common else NULL
-        if raw != NULL:
-            capsule = steal(raw)
-        else:
-            # Only a failed or uncommon request enters a handler (_raw_call.pxd).
-            try:
-                capsule = request_capsule(obj, dl_device, copy, stream_arg, common)
-            except (BufferError, TypeError) as e:
-                refusal = e
-        if refusal is not None:
-            # Outside the handler, so that an error of our own is not chained
-            # to the producer's refusal.
-            if isinstance(refusal, BufferError) and _import_extension_dtype(self, obj):
-                return _finish_import(self, copy, device, False)
-            # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
-            # say why in our words (or unpack the booleans).
-            if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
-                if dl_device is not None and isinstance(refusal, BufferError):
-                    raise _device_refused(obj, dl_device, refusal) from refusal
-                raise refusal
-            return 0
-        self.owner = view_from_capsule(capsule, &self._view, &copied)
-        stream_checked = -1
-        try:  # finally, not except: no exception state saved on success
-            stream_checked = ready_after_request(&self._view, stream_arg, pinned_device)
-        finally:
-            if stream_checked == -1:
-                self.owner = None
-                release_adopted(capsule)
-        _finish_capsule_import(self, capsule, copy, device, copied)
-        return stream_checked
+        host_only = <object>t is _ndarray_type()
+        if api == NULL and not _may_subclass(t) and not host_only:
+            type_slot_store(type_slot(_plain_dlpack_types, tp), tp, 1)
+        return _import_by_dlpack_call(self, obj, t, copy, device, dlpack_only, stream,
+                                      host_only)
     if dlpack_only:
         raise AttributeError(
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "

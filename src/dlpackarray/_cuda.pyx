@@ -294,7 +294,8 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     else:
         d.device_type = <DLDeviceType><int>device[0]
         d.device_id = <int>device[1]
-    _check_stream_value(d, stream)
+    if stream is not None:
+        _check_stream_value(d, stream)  # None is valid everywhere
     if d.device_type == kDLCPU:
         return None
     if not is_cuda_family(d):

@@ -231,15 +231,9 @@ static PyObject *release_in_threads(PyObject *self, PyObject *args) {
   return run_calls_in_threads(calls, count, nthreads);
 }
 
-/* delete_with_error_set(address): calls the deleter while a ValueError is
- * set, as happens when an owner dies during exception propagation.  Returns
- * True when the same exception is still set afterwards (then cleared). */
-static PyObject *delete_with_error_set(PyObject *self, PyObject *arg) {
-  (void)self;
-  Managed *m = PyLong_AsVoidPtr(arg);
-  if (m == NULL) return NULL;
-  PyErr_SetString(PyExc_ValueError, "in flight");
-  m->deleter(m);
+/* Whether the ValueError("in flight") the caller set is still the error set
+ * (True or False); clears whatever is set. */
+static PyObject *in_flight_still_set(void) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   int kept = type == PyExc_ValueError && value != NULL;
@@ -255,12 +249,103 @@ static PyObject *delete_with_error_set(PyObject *self, PyObject *arg) {
   return PyBool_FromLong(kept);
 }
 
+/* delete_with_error_set(address): calls the deleter while a ValueError is
+ * set, as happens when an owner dies during exception propagation.  Returns
+ * True when the same exception is still set afterwards (then cleared). */
+static PyObject *delete_with_error_set(PyObject *self, PyObject *arg) {
+  (void)self;
+  Managed *m = PyLong_AsVoidPtr(arg);
+  if (m == NULL) return NULL;
+  PyErr_SetString(PyExc_ValueError, "in flight");
+  m->deleter(m);
+  return in_flight_still_set();
+}
+
+/* A deleter that leaves an error set, for a consumer's capsule destructor to
+ * discard.  set_error_after_deleter(capsule) wraps the deleter of a
+ * "dltensor_versioned" capsule's tensor; wrapped_deleter_calls() counts the
+ * wrapped deleters run. */
+#define WRAP_SLOTS 64
+static struct {
+  Managed *m;
+  void (*deleter)(Managed *);
+} wrapped[WRAP_SLOTS];
+static long wrapped_calls;
+
+static void error_setting_deleter(Managed *m) {
+  for (int i = 0; i < WRAP_SLOTS; ++i) {
+    if (wrapped[i].m == m) {
+      wrapped[i].m = NULL;
+      wrapped[i].deleter(m);
+      break;
+    }
+  }
+  ++wrapped_calls;
+  PyErr_SetString(PyExc_RuntimeError, "set by a deleter");
+}
+
+static PyObject *set_error_after_deleter(PyObject *self, PyObject *capsule) {
+  (void)self;
+  Managed *m = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+  if (m == NULL) return NULL;
+  for (int i = 0; i < WRAP_SLOTS; ++i) {
+    if (wrapped[i].m == NULL) {
+      wrapped[i].m = m;
+      wrapped[i].deleter = m->deleter;
+      m->deleter = error_setting_deleter;
+      Py_RETURN_NONE;
+    }
+  }
+  PyErr_SetString(PyExc_RuntimeError, "no free slot");
+  return NULL;
+}
+
+static PyObject *wrapped_deleter_calls(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  return PyLong_FromLong(wrapped_calls);
+}
+
+/* drop_with_error_set(list): drops the list's only item (its last reference)
+ * while a ValueError is set, as when an owner dies during exception
+ * propagation.  Returns True when that same exception is still set
+ * afterwards (then cleared). */
+static PyObject *drop_with_error_set(PyObject *self, PyObject *list) {
+  (void)self;
+  if (!PyList_Check(list) || PyList_GET_SIZE(list) != 1) {
+    PyErr_SetString(PyExc_TypeError, "expected a list of one item");
+    return NULL;
+  }
+  PyObject *item = Py_NewRef(PyList_GET_ITEM(list, 0));
+  if (PyList_SetSlice(list, 0, 1, NULL) != 0) {
+    Py_DECREF(item);
+    return NULL;
+  }
+  PyErr_SetString(PyExc_ValueError, "in flight");
+  Py_DECREF(item);
+  return in_flight_still_set();
+}
+
+/* error_left_set(): whether the error indicator is set on entry (a
+ * destructor that ran before this call left one); clears it. */
+static PyObject *error_left_set(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  int set = PyErr_Occurred() != NULL;
+  PyErr_Clear();
+  return PyBool_FromLong(set);
+}
+
 static PyMethodDef methods[] = {
     {"delete_in_threads", delete_in_threads, METH_VARARGS, "deleters from pthreads, joined"},
     {"delete_detached", delete_detached, METH_VARARGS, "deleters from detached pthreads"},
     {"release_detached", release_detached, METH_VARARGS, "release callbacks from detached pthreads"},
     {"release_in_threads", release_in_threads, METH_VARARGS, "release callbacks from pthreads, joined"},
     {"delete_with_error_set", delete_with_error_set, METH_O, "deleter with an error set"},
+    {"set_error_after_deleter", set_error_after_deleter, METH_O, "deleter that sets an error"},
+    {"wrapped_deleter_calls", wrapped_deleter_calls, METH_NOARGS, "wrapped deleters run"},
+    {"drop_with_error_set", drop_with_error_set, METH_O, "last reference dropped, error set"},
+    {"error_left_set", error_left_set, METH_NOARGS, "error indicator set on entry"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "deleter_threads",

@@ -1,0 +1,134 @@
+"""The per-type route cache in front of ``DLPackArray(obj)``'s ``__dlpack__`` call.
+
+A type whose objects took the plain ``__dlpack__`` route is remembered (with
+its version tag) and skips the probes before that call next time.  Every
+change to the class or a base must send the next import where an uncached
+import goes: each step below mutates one class in place (cached) and compares
+the outcome with that of a class built afresh from the same namespace (never
+seen before, so never cached).
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from dlpack_ctypes import Producer
+from exchange_ctypes import CallbackProvider
+
+from dlpackarray import DLPackArray
+
+A = np.arange(1.0)
+B = np.arange(2.0)
+D = np.arange(4.0)
+
+
+def dlpack_of(arr):
+    def __dlpack__(self, **kwargs):
+        return arr.__dlpack__(**kwargs)
+
+    return __dlpack__
+
+
+def outcome(obj):
+    """What an import of ``obj`` gives: the data's address and shape, or the
+    error's type and text."""
+    try:
+        a = DLPackArray(obj)
+    except Exception as e:  # the differential compares refusals too
+        return type(e), str(e)
+    return a.data_ptr, a.shape
+
+
+def _set(name, value):
+    def step(cls, ns):
+        setattr(cls, name, value)
+        ns[name] = value
+
+    return step
+
+
+def _del(name):
+    def step(cls, ns):
+        delattr(cls, name)
+        del ns[name]
+
+    return step
+
+
+def test_every_class_change_reroutes_the_next_import():
+    p = Producer(np.arange(3.0))
+    provider = CallbackProvider(lambda obj: p.address)
+    ns = {
+        "__dlpack__": dlpack_of(A),
+        "__array_interface__": property(lambda self: D.__array_interface__),
+    }
+    base_ns: dict = {}
+    Base = type("Base", (), {})
+    Src = type("Src", (Base,), dict(ns))
+    steps = [
+        ("cached", lambda cls, ns: None),
+        ("__dlpack__ replaced", _set("__dlpack__", dlpack_of(B))),
+        ("exchange table added", _set("__dlpack_c_exchange_api__", provider.capsule)),
+        ("exchange table removed", _del("__dlpack_c_exchange_api__")),
+        ("__dlpack__ set to None", _set("__dlpack__", None)),
+        ("__dlpack__ restored", _set("__dlpack__", dlpack_of(A))),
+        ("__dlpack__ removed", _del("__dlpack__")),
+        ("__dlpack__ added back", _set("__dlpack__", dlpack_of(B))),
+    ]
+    seen = []
+    for label, step in steps:
+        step(Src, ns)
+        for _ in range(3):  # the first fills the cache, the others hit it
+            got = outcome(Src())
+            want = outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
+            assert got == want, label
+        seen.append(got)
+    # The steps lead through different routes (else the test proves nothing).
+    assert seen[0] == (A.ctypes.data, (1,))
+    assert seen[1] == (B.ctypes.data, (2,))
+    assert seen[2][1] == (3,)
+    assert seen[4][0] is TypeError
+    assert seen[6] == (D.ctypes.data, (4,))
+    # A change to a base class changes its subclasses' version tags too.
+    Base.__dlpack_c_exchange_api__ = provider.capsule
+    base_ns["__dlpack_c_exchange_api__"] = provider.capsule
+    got = outcome(Src())
+    assert got == outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
+    assert got[1] == (3,)
+    gc.collect()
+    assert p.deleter_calls == provider.calls
+
+
+@pytest.mark.parametrize("count", [7, 200])
+def test_colliding_types_each_keep_their_own_route(count):
+    # 64 slots: 200 types share them; half take __dlpack__, half their array
+    # interface, called in an order that evicts entries between calls.
+    arrays = [np.full(i % 5 + 1, float(i)) for i in range(count)]
+    types = []
+    for i, arr in enumerate(arrays):
+        if i % 2:
+            ns = {"__array_interface__": property(lambda self, arr=arr: arr.__array_interface__)}
+        else:
+            ns = {"__dlpack__": dlpack_of(arr)}
+        types.append(type(f"T{i}", (), ns))
+    for _ in range(3):
+        for i in list(range(0, count, 3)) + list(range(1, count, 3)) + list(range(2, count, 3)):
+            a = DLPackArray(types[i]())
+            assert (a.data_ptr, a.shape) == (arrays[i].ctypes.data, arrays[i].shape)
+
+
+def test_instance_attributes_are_honoured_alike_cached_or_not():
+    # The type decides the route; the call itself is an attribute lookup,
+    # which finds an instance's own __dlpack__ (as getattr does).
+    def make():
+        cls = type("Plain", (), {"__dlpack__": dlpack_of(A)})
+        obj = cls()
+        obj.__dlpack__ = dlpack_of(B).__get__(obj)
+        return cls, obj
+
+    cached, obj = make()
+    DLPackArray(cached())  # fills the cache
+    want = outcome(make()[1])
+    assert outcome(obj) == want == (B.ctypes.data, (2,))
