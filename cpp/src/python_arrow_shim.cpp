@@ -68,22 +68,14 @@ void release_struct(ArrowDeviceArray* s) {
 
 template <class Struct>
 void destroy(PyObject* capsule, const char* name) {
-  // The common case, no exception in flight, skips the fetch and restore.
-  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
-  const bool pending = PyErr_Occurred() != nullptr;
-  if (pending) PyErr_Fetch(&type, &value, &tb);
-  auto* s = static_cast<Struct*>(PyCapsule_GetPointer(capsule, name));
-  if (s == nullptr) {
-    PyErr_Clear();
-  } else {
-    release_struct(s);
-    std::free(s);
-  }
-  if (pending) {
-    PyErr_Restore(type, value, tb);
-  } else if (PyErr_Occurred() != nullptr) {
-    PyErr_Clear();  // as before: a destructor leaves no error behind
-  }
+  // A failed GetPointer's error is dropped with whatever the release left.
+  with_error_set_aside([capsule, name] {
+    auto* s = static_cast<Struct*>(PyCapsule_GetPointer(capsule, name));
+    if (s != nullptr) {
+      release_struct(s);
+      std::free(s);
+    }
+  });
 }
 
 void schema_destructor(PyObject* c) { destroy<ArrowSchema>(c, kCapsuleArrowSchema); }

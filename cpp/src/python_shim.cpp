@@ -156,10 +156,7 @@ bool run_taking_gil(Release&& release) {
   if (!Py_IsInitialized()) return false;
   if (interpreter_finalizing() && !gil_check()) return false;
   PyGILState_STATE state = PyGILState_Ensure();
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  release();
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside(release);
   PyGILState_Release(state);
   return true;
 }
@@ -168,10 +165,7 @@ bool run_taking_gil(Release&& release) {
 template <class Release>
 bool run_holding_gil(Release&& release) {
   if (!holds_gil()) return run_taking_gil(release);
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  release();
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside(release);
   return true;
 }
 
@@ -191,10 +185,7 @@ bool run_holding_gil(Release&& release) {
   if (owner == nullptr || (kCountIsExact && Py_REFCNT(owner) > 1)) {
     Py_XDECREF(owner);
   } else {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    Py_DECREF(owner);
-    PyErr_Restore(type, value, tb);
+    with_error_set_aside([owner] { Py_DECREF(owner); });
   }
   give_block(block);
 }
@@ -256,10 +247,7 @@ void versioned_capsule_destructor(PyObject* capsule) {
     release_holding_gil(static_cast<PyObject*>(m->manager_ctx), m);
     return;
   }
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  m->deleter(m);
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside([m] { m->deleter(m); });
 }
 
 void legacy_capsule_destructor(PyObject* capsule) {
@@ -270,36 +258,18 @@ void legacy_capsule_destructor(PyObject* capsule) {
     release_holding_gil(static_cast<PyObject*>(m->manager_ctx), m);
     return;
   }
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  m->deleter(m);
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside([m] { m->deleter(m); });
 }
 
 // Destructors of capsules a consumer adopted: the name says "used", and the
-// tensor is ours to delete.
-//
-// A destructor may run while an exception propagates (the capsule dropped
-// during unwinding) and must leave the thread's error indicator as it found
-// it: neither clear that exception nor leave one of its own (a failed
-// GetPointer, a deleter that set one).  Most run with nothing pending, and
-// then a check and a clear stand in for saving and restoring three slots
-// (~40 instructions of every DLPack import).
+// tensor is ours to delete (a failed GetPointer's error is dropped with the
+// rest).
 template <class Tensor>
 void delete_consumed(PyObject* capsule, const char* name) {
-  const auto run = [capsule, name] {
+  with_error_set_aside([capsule, name] {
     auto* m = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, name));
     if (m != nullptr && m->deleter != nullptr) m->deleter(m);
-  };
-  if (PyErr_Occurred() == nullptr) {
-    run();
-    if (PyErr_Occurred() != nullptr) PyErr_Clear();
-    return;
-  }
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  run();
-  PyErr_Restore(type, value, tb);  // drops whatever run() left
+  });
 }
 
 void consumed_versioned_destructor(PyObject* capsule) {
@@ -338,15 +308,13 @@ PyObject* adopt_managed_legacy(DLManagedTensor* m) noexcept {
 }
 
 void release_adopted_capsule(PyObject* capsule) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyCapsule_Destructor d = PyCapsule_GetDestructor(capsule);
-  if (d == consumed_versioned_destructor || d == consumed_legacy_destructor) {
-    PyCapsule_SetDestructor(capsule, nullptr);
-    d(capsule);
-  }
-  PyErr_Clear();
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside([capsule] {
+    PyCapsule_Destructor d = PyCapsule_GetDestructor(capsule);
+    if (d == consumed_versioned_destructor || d == consumed_legacy_destructor) {
+      PyCapsule_SetDestructor(capsule, nullptr);
+      d(capsule);
+    }
+  });
 }
 
 int install_shutdown_gate() noexcept {
@@ -407,18 +375,12 @@ void release_reference(PyObject* obj) {
 
 void call_versioned_deleter(DLManagedTensorVersioned* m) {
   if (m == nullptr || m->deleter == nullptr) return;
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  m->deleter(m);
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside([m] { m->deleter(m); });
 }
 
 void call_legacy_deleter(DLManagedTensor* m) {
   if (m == nullptr || m->deleter == nullptr) return;
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  m->deleter(m);
-  PyErr_Restore(type, value, tb);
+  with_error_set_aside([m] { m->deleter(m); });
 }
 
 DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,

@@ -297,11 +297,19 @@ cdef inline bint _is_buffer_only_type(type t) noexcept:
             or t is _MMAP_TYPE)
 
 
-cdef int _finish_capsule_import(DLPackArray self, object capsule, object copy, object device,
-                                bint copied) except -1:
+cdef inline int _finish_capsule_import(DLPackArray self, object capsule, object copy,
+                                       object device, bint copied) except -1:
+    """_finish_import for a view whose owner is an adopted capsule."""
+    if _requests_nothing(copy, device):
+        return 0  # nothing can fail: no handler entered, no call made
+    return _apply_capsule_requests(self, capsule, copy, device, copied)
+
+
+cdef int _apply_capsule_requests(DLPackArray self, object capsule, object copy, object device,
+                                 bint copied) except -1:
     cdef int done = -1
     try:  # finally, not except: no exception state saved on success
-        done = _finish_import(self, copy, device, copied)
+        done = _apply_requests(self, copy, device, copied)
     finally:
         if done == -1:
             # The caller may still hold the capsule; a refused import must not
@@ -439,8 +447,6 @@ cdef int _import_by_dlpack_call(DLPackArray self, object obj, type t, object cop
             if stream_checked == -1:
                 self.owner = None
                 release_adopted(capsule)
-    if _requests_nothing(copy, device):
-        return stream_checked  # _finish_capsule_import would do nothing
     _finish_capsule_import(self, capsule, copy, device, copied)
     return stream_checked
 
