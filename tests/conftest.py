@@ -11,6 +11,7 @@ cases in total while the suite stays within a few minutes on 2 cores.
 from __future__ import annotations
 
 import os
+import re
 
 # jax truncates 64-bit types to 32 bits unless x64 is enabled before import;
 # the round-trip tests need every dtype to survive bit for bit.
@@ -97,3 +98,18 @@ def assert_clean_exit(proc, what: str = "child") -> None:
         f"{what} exited with status {proc.returncode}\n"
         f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
     )
+
+
+# pytest-xdist workers each collect the suite and must agree on every test id; an id
+# made from a default repr ("<memoryview at 0x7f...>") differs per process and
+# stops a parallel run at collection (first seen on the real-GPU machine's 14-worker run).
+_ADDRESS_IN_ID = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def pytest_collection_modifyitems(config, items):
+    unstable = [item.nodeid for item in items if _ADDRESS_IN_ID.search(item.nodeid)]
+    if unstable:
+        raise pytest.UsageError(
+            "test ids hold memory addresses, which differ between processes "
+            "(give the parametrize ids): " + ", ".join(unstable[:5])
+        )

@@ -164,6 +164,59 @@ def test_wrapping_without_a_stream_orders_the_producer():
     assert bool((z == 1).all()), "a wrapped torch tensor was read before its producer's work"
 
 
+class _StreamHandle:
+    """A raw stream handle under the CUDA stream protocol (``__cuda_stream__``)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def _cupy_stream(cupy, handle):
+    """CuPy's view of another library's stream (ExternalStream before CuPy 14)."""
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        return cupy.cuda.Stream.from_external(_StreamHandle(handle))
+    return cupy.cuda.ExternalStream(handle)
+
+
+def _cupy_race(cupy, import_stream):
+    """CuPy fills an array on a producer stream after a spin; DLPackArray
+    imports it asking for ``import_stream``, and torch clones it on the
+    consumer stream.  Returns whether the consumer saw every value."""
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    c = cupy.zeros(1 << 20, dtype=cupy.float32)
+    torch.cuda.synchronize()
+    cupy.cuda.Device().synchronize()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SPIN_CYCLES)
+    with _cupy_stream(cupy, producer.cuda_stream):
+        c.fill(1.0)
+        # CuPy orders the stream asked for after its current stream (the producer's).
+        stream = consumer.cuda_stream if import_stream == "consumer" else -1
+        d = DLPackArray(c, stream=stream)
+    with torch.cuda.stream(consumer):
+        z = torch.from_dlpack(d.__dlpack__(stream=-1, max_version=(1, 3))).clone()
+    consumer.synchronize()
+    ok = bool((z == 1).all())
+    torch.cuda.synchronize()
+    return ok
+
+
+def test_cached_import_route_keeps_cupy_stream_order():
+    # CuPy arrays have no C exchange table, so after the first import their type
+    # takes the cached plain-__dlpack__ route (src/dlpackarray/_array.pyx): every
+    # later import must still pass the consumer's stream to the producer.
+    cupy = _import("cupy")
+    if cupy is None:
+        pytest.skip("cupy is not installed")
+    for attempt in range(3):  # the first fills the route cache, the rest hit it
+        assert _cupy_race(cupy, "consumer"), f"stale data on import {attempt}"
+    # The control: with stream=-1 nothing is ordered and the race shows.
+    assert not _cupy_race(cupy, -1), "the race did not show; raise SPIN_CYCLES"
+
+
 def test_pinned_tensor_is_ready_for_the_host():
     # A non-blocking copy into pinned memory is pending on a side stream;
     # torch takes no stream for pinned tensors, so dlpackarray waits for the
