@@ -307,3 +307,100 @@ def test_pyarrow_cuda_reads_the_device_array():
     assert not arr.is_cpu and arr.buffers()[1].address == x.data_ptr()
     back = DLPackArray(_DevicePair(arr.__arrow_c_device_array__()))
     assert back.data_ptr == x.data_ptr() and back.device[0] == DLDeviceType.CUDA
+
+
+# -- Pickling and copying CUDA data (docs/cuda.md, "Pickling and copying") --------------------
+
+
+def test_pickle_waits_for_the_ready_stream_and_lands_on_the_device():
+    import copy
+    import pickle
+
+    producer = torch.cuda.Stream()
+    x = torch.zeros(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SPIN_CYCLES)
+        x.fill_(1.0)
+        d = DLPackArray(x, stream=producer.cuda_stream)  # ready on the producer stream
+    # dumps copies to the host after the producer's work, not during its spin.
+    for protocol in (4, 5):
+        e = pickle.loads(pickle.dumps(d, protocol=protocol))
+        assert e.device == d.device and e.data_ptr != d.data_ptr, protocol
+        assert bool((np.asarray(DLPackArray(e, device="cpu")) == 1).all()), protocol
+    # A strided view pickles the elements it covers, in order.
+    base = torch.arange(48, dtype=torch.float64, device="cuda").reshape(6, 8)
+    v = DLPackArray(base[::2, 1::3])
+    w = pickle.loads(pickle.dumps(v, protocol=5))
+    np.testing.assert_array_equal(
+        np.asarray(DLPackArray(w, device="cpu")), base[::2, 1::3].cpu().numpy()
+    )
+    # copy and deepcopy copy on the device.
+    for c in (copy.copy(v), copy.deepcopy(v)):
+        assert c.device == v.device and c.data_ptr != v.data_ptr
+        assert torch.equal(torch.from_dlpack(c), base[::2, 1::3])
+
+
+@pytest.mark.parametrize(
+    "device_type", [DLDeviceType.CPU_PINNED, DLDeviceType.CUDA_MANAGED], ids=["pinned", "managed"]
+)
+def test_host_accessible_memory_unpickles_as_host_memory(device_type):
+    import pickle
+
+    import c_api_ctypes as capi
+
+    p = capi.empty([6], 2, 32, int(device_type), 0)  # DLPackArray_Empty: the driver allocates
+    assert p.__dlpack_device__() == (device_type, 0)
+    np.asarray(DLPackArray(p, device="cpu"))[...] = np.arange(6)
+    q = pickle.loads(pickle.dumps(p, protocol=5))
+    assert q.device == (DLDeviceType.CPU, 0) and q.data_ptr != p.data_ptr
+    assert np.asarray(q).tolist() == list(range(6))
+
+
+# -- C API 1.1: DLPackArray_Empty on the real driver (docs/cuda.md) ---------------------------
+
+
+@pytest.mark.parametrize(
+    "device_type, pointer_kind",
+    [(DLDeviceType.CUDA, 2), (DLDeviceType.CPU_PINNED, 1), (DLDeviceType.CUDA_MANAGED, 3)],
+    ids=["device", "pinned", "managed"],
+)
+def test_empty_allocates_what_the_driver_reports(device_type, pointer_kind):
+    cupy = _import("cupy")
+    if cupy is None:
+        pytest.skip("cupy is not installed (its runtime reads the pointer's memory kind)")
+    import c_api_ctypes as capi
+
+    a = capi.empty([3, 4], 2, 32, int(device_type), 0)
+    assert a.__dlpack_device__() == (device_type, 0) and a.shape == (3, 4)
+    # cudaPointerGetAttributes: 1 host (pinned), 2 device, 3 managed.
+    assert cupy.cuda.runtime.pointerGetAttributes(a.data_ptr).type == pointer_kind
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    if device_type == DLDeviceType.CUDA:
+        torch.from_dlpack(a).copy_(torch.from_numpy(values))
+        torch.cuda.synchronize()
+    else:
+        np.asarray(DLPackArray(a, device="cpu"))[...] = values  # host-accessible
+    # A kernel reads the memory where it is (no copy): a sum on the GPU.
+    mem = cupy.cuda.UnownedMemory(a.data_ptr, 48, a)
+    on_gpu = cupy.ndarray((3, 4), cupy.float32, cupy.cuda.MemoryPointer(mem, 0))
+    assert float(on_gpu.sum()) == float(values.sum())
+    np.testing.assert_array_equal(np.asarray(DLPackArray(a, device="cpu")), values)
+
+
+def test_empty_device_memory_is_freed_with_the_last_user():
+    import c_api_ctypes as capi
+
+    torch.cuda.synchronize()
+    nbytes = 512 << 20
+    free_before = torch.cuda.mem_get_info()[0]
+    a = capi.empty([nbytes], 1, 8, int(DLDeviceType.CUDA), 0)
+    t = torch.from_dlpack(a)  # a consumer keeps the memory alive
+    del a
+    assert torch.cuda.mem_get_info()[0] <= free_before - nbytes
+    t.fill_(3)
+    assert int(t[-1]) == 3
+    del t
+    torch.cuda.synchronize()
+    # cuMemFree_v2 returned it (torch's caching allocator never held it).
+    assert torch.cuda.mem_get_info()[0] >= free_before - (64 << 20)
