@@ -210,6 +210,34 @@ print("ok")
     )
 
 
+def test_floors_and_ours_pass_interned_keyword_names():
+    # A Cython producer (pyarrow's __dlpack__) matches an interned keyword name
+    # by pointer and any other by comparing strings (~110 instructions): a floor
+    # that passed an uninterned "max_version" overstated the route's floor.
+    _run(
+        """
+from dlpackarray import DLPackArray
+
+class Producer:
+    def __init__(self):
+        self.a, self.names = np.arange(3.0), []
+    def __dlpack_device__(self):
+        return (1, 0)
+    def __dlpack__(self, **kwargs):
+        self.names.extend(kwargs)
+        return self.a.__dlpack__(**kwargs)
+
+for consumer in (Wrap, SpecWrap, DLPackArray):
+    p = Producer()
+    consumer(p)
+    assert p.names, consumer
+    for name in p.names:
+        assert sys.intern(name) is name, (consumer.__name__, name)
+print("ok")
+"""
+    )
+
+
 def test_device_aware_arrow_floor_reads_the_tensor_and_refuses_device_memory():
     _run(
         """
