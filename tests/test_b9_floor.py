@@ -233,6 +233,30 @@ for consumer in (Wrap, SpecWrap, DLPackArray):
     assert p.names, consumer
     for name in p.names:
         assert sys.intern(name) is name, (consumer.__name__, name)
+
+# Method names too: one made per call misses CPython's type attribute cache.
+from benchmarks.cases_arrow import floor_module
+F = floor_module()
+src = pa.array(np.arange(4.0))
+
+class Recorder:
+    def __init__(self):
+        object.__setattr__(self, "names", [])
+    def __getattribute__(self, name):
+        object.__getattribute__(self, "names").append(name)
+        return object.__getattribute__(self, name)
+    def __arrow_c_array__(self, requested_schema=None):
+        return src.__arrow_c_array__(requested_schema)
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        return src.__arrow_c_device_array__(requested_schema, **kwargs)
+
+for consumer in (F.consume_arrow, F.consume_arrow_device, DLPackArray):
+    r = Recorder()
+    consumer(r)
+    names = object.__getattribute__(r, "names")
+    assert any(n.startswith("__arrow_c_") for n in names), (consumer, names)
+    for name in names:
+        assert sys.intern(name) is name, (consumer, name)
 print("ok")
 """
     )

@@ -842,13 +842,25 @@ static PyObject* adopt_array(PyObject* res, int device) {
   return owner;
 }
 
+/* Interned in the module's init, as a compiled consumer's names are: a name
+ * made per call (PyObject_CallMethod's C string) is a new string object that
+ * CPython's type attribute cache never holds, so every call would walk the
+ * type's MRO (a cost no consumer needs to pay). */
+static PyObject* arrow_array_name;        /* "__arrow_c_array__" */
+static PyObject* arrow_device_array_name; /* "__arrow_c_device_array__" */
+
+static PyObject* call_method_noargs(PyObject* name, PyObject* obj) {
+  PyObject* call[2] = {NULL, obj};
+  return PyObject_VectorcallMethod(name, call + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
 static PyObject* consume_arrow(PyObject* mod, PyObject* obj) {
-  PyObject* res = PyObject_CallMethod(obj, "__arrow_c_array__", NULL);
+  PyObject* res = call_method_noargs(arrow_array_name, obj);
   return res == NULL ? NULL : adopt_array(res, 0);
 }
 
 static PyObject* consume_arrow_device(PyObject* mod, PyObject* obj) {
-  PyObject* res = PyObject_CallMethod(obj, "__arrow_c_device_array__", NULL);
+  PyObject* res = call_method_noargs(arrow_device_array_name, obj);
   return res == NULL ? NULL : adopt_array(res, 1);
 }
 
@@ -877,8 +889,10 @@ PyMODINIT_FUNC PyInit_b9_floor(void) {
   Py_XDECREF(max_version_name);
   dlpack_max_version = Py_BuildValue("(ii)", 1, 3);
   dlpack_device_name = PyUnicode_InternFromString("__dlpack_device__");
+  arrow_array_name = PyUnicode_InternFromString("__arrow_c_array__");
+  arrow_device_array_name = PyUnicode_InternFromString("__arrow_c_device_array__");
   if (dlpack_name == NULL || dlpack_kwnames == NULL || dlpack_max_version == NULL ||
-      dlpack_device_name == NULL)
+      dlpack_device_name == NULL || arrow_array_name == NULL || arrow_device_array_name == NULL)
     return NULL;
   PyObject* m = PyModule_Create(&module);
   if (m == NULL) return NULL;
