@@ -7,6 +7,10 @@ every run.  Results of the runs on real GPUs: docs/cuda_gpu_results.md.
 
 from __future__ import annotations
 
+import copy
+import pickle
+
+import c_api_ctypes as capi
 import numpy as np
 import pytest
 from conftest import require
@@ -71,17 +75,26 @@ def test_round_trips_with_other_libraries(library):
     np.testing.assert_array_equal(np.asarray(DLPackArray(back, device="cpu")), np.arange(10))
 
 
-def _race(consumer_stream_arg):
-    """A producer fills x with ones on a side stream after a long spin; the consumer
-    clones it on another stream.  Returns the consumer's view of the values."""
-    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+def _ones_after_a_spin(ready_on_producer=True):
+    """``x``, zeros that a producer stream fills with ones after a long spin,
+    and ``DLPackArray(x)`` made on that stream: ready on the producer stream
+    (``stream=`` its handle) or, with ``ready_on_producer`` false, with no
+    stream given.  A reader not ordered after the producer sees zeros."""
+    producer = torch.cuda.Stream()
     x = torch.zeros(1 << 20, device="cuda")
     torch.cuda.synchronize()
     with torch.cuda.stream(producer):
         torch.cuda._sleep(SPIN_CYCLES)
         x.fill_(1.0)
-        # torch makes the producer stream the one the data is ready on.
-        d = DLPackArray(x, stream=producer.cuda_stream)
+        d = DLPackArray(x, stream=producer.cuda_stream) if ready_on_producer else DLPackArray(x)
+    return x, d
+
+
+def _race(consumer_stream_arg):
+    """A producer fills x with ones on a side stream after a long spin; the consumer
+    clones it on another stream.  Returns the consumer's view of the values."""
+    consumer = torch.cuda.Stream()
+    _, d = _ones_after_a_spin()
     stream = consumer.cuda_stream if consumer_stream_arg == "consumer" else -1
     cap = d.__dlpack__(stream=stream, max_version=(1, 3))
     y = torch.from_dlpack(cap)
@@ -151,13 +164,8 @@ def test_second_gpu_device_ids():
 def test_wrapping_without_a_stream_orders_the_producer():
     # torch's __dlpack__ synchronises nothing when no stream is passed (its
     # default is -1): dlpackarray asks with the legacy stream (docs/cuda.md).
-    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
-    x = torch.zeros(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(SPIN_CYCLES)
-        x.fill_(1.0)
-        d = DLPackArray(x)
+    consumer = torch.cuda.Stream()
+    _, d = _ones_after_a_spin(ready_on_producer=False)
     with torch.cuda.stream(consumer):
         z = torch.from_dlpack(d).clone()
     consumer.synchronize()
@@ -256,13 +264,8 @@ def test_arrow_device_array_round_trip_waits_on_the_sync_event():
     # so dlpackarray is both producer and consumer here.
     from arrow_ctypes import ArrowDeviceArray, struct_of
 
-    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
-    x = torch.zeros(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(SPIN_CYCLES)
-        x.fill_(1.0)
-        d = DLPackArray(x, stream=producer.cuda_stream)  # ready on the producer stream
+    consumer = torch.cuda.Stream()
+    x, d = _ones_after_a_spin()
     schema, array = d.__arrow_c_device_array__()
     dev = struct_of(array, ArrowDeviceArray)
     assert (dev.device_type, dev.device_id) == (DLDeviceType.CUDA, x.device.index)
@@ -313,16 +316,7 @@ def test_pyarrow_cuda_reads_the_device_array():
 
 
 def test_pickle_waits_for_the_ready_stream_and_lands_on_the_device():
-    import copy
-    import pickle
-
-    producer = torch.cuda.Stream()
-    x = torch.zeros(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(SPIN_CYCLES)
-        x.fill_(1.0)
-        d = DLPackArray(x, stream=producer.cuda_stream)  # ready on the producer stream
+    _, d = _ones_after_a_spin()
     # dumps copies to the host after the producer's work, not during its spin.
     for protocol in (4, 5):
         e = pickle.loads(pickle.dumps(d, protocol=protocol))
@@ -345,10 +339,6 @@ def test_pickle_waits_for_the_ready_stream_and_lands_on_the_device():
     "device_type", [DLDeviceType.CPU_PINNED, DLDeviceType.CUDA_MANAGED], ids=["pinned", "managed"]
 )
 def test_host_accessible_memory_unpickles_as_host_memory(device_type):
-    import pickle
-
-    import c_api_ctypes as capi
-
     p = capi.empty([6], 2, 32, int(device_type), 0)  # DLPackArray_Empty: the driver allocates
     assert p.__dlpack_device__() == (device_type, 0)
     np.asarray(DLPackArray(p, device="cpu"))[...] = np.arange(6)
@@ -369,8 +359,6 @@ def test_empty_allocates_what_the_driver_reports(device_type, pointer_kind):
     cupy = _import("cupy")
     if cupy is None:
         pytest.skip("cupy is not installed (its runtime reads the pointer's memory kind)")
-    import c_api_ctypes as capi
-
     a = capi.empty([3, 4], 2, 32, int(device_type), 0)
     assert a.__dlpack_device__() == (device_type, 0) and a.shape == (3, 4)
     # cudaPointerGetAttributes: 1 host (pinned), 2 device, 3 managed.
@@ -389,8 +377,6 @@ def test_empty_allocates_what_the_driver_reports(device_type, pointer_kind):
 
 
 def test_empty_device_memory_is_freed_with_the_last_user():
-    import c_api_ctypes as capi
-
     torch.cuda.synchronize()
     nbytes = 512 << 20
     free_before = torch.cuda.mem_get_info()[0]
