@@ -96,7 +96,7 @@ CAPSULE_REFUSALS = {
         dict(version=(2, 0)),
         {},
         BufferError,
-        "DLPack capsule has version 2.0; this consumer understands major version 1 only",
+        "DLPack tensor has version 2.0; this consumer understands major version 1 only",
     ),
     "negative_shape": (
         dict(shape=(-1,), strides=(1,)),

@@ -287,6 +287,42 @@ int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept {
       capsule, versioned ? consumed_versioned_destructor : consumed_legacy_destructor);
 }
 
+bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied) {
+  *copied = false;
+  if (!PyCapsule_CheckExact(capsule)) return false;
+  // The name is read once and compared once per candidate; an exact capsule
+  // always holds a pointer, and GetPointer with its own name always matches.
+  const char* name = PyCapsule_GetName(capsule);
+  if (name == nullptr) return false;
+  if (std::strcmp(name, kCapsuleVersioned) == 0) {
+    auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, name));
+    // Renaming first transfers ownership: the producer's destructor no longer
+    // calls the deleter, so on refusal it runs here, once, and never later.
+    PyCapsule_SetName(capsule, kCapsuleVersionedUsed);
+    try {
+      view_from_managed(*m, out, copied);
+    } catch (...) {
+      call_versioned_deleter(m);
+      throw;
+    }
+    PyCapsule_SetDestructor(capsule, consumed_versioned_destructor);
+    return true;
+  }
+  if (std::strcmp(name, kCapsuleLegacy) == 0) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, name));
+    PyCapsule_SetName(capsule, kCapsuleLegacyUsed);
+    try {
+      view_from_managed(*m, out);
+    } catch (...) {
+      call_legacy_deleter(m);
+      throw;
+    }
+    PyCapsule_SetDestructor(capsule, consumed_legacy_destructor);
+    return true;
+  }
+  return false;
+}
+
 PyObject* adopt_managed_versioned(DLManagedTensorVersioned* m) noexcept {
   if (m == nullptr) {
     PyErr_SetString(PyExc_ValueError, "NULL DLManagedTensorVersioned pointer");

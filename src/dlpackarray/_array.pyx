@@ -7,6 +7,7 @@ import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
+from cpython.ref cimport Py_INCREF
 from cpython.dict cimport PyDict_Check
 from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
 from libc.stdint cimport intptr_t, uint8_t, uintptr_t
@@ -287,6 +288,43 @@ cdef void _reset_placeholder(DLPackArray self) noexcept:
     self._view.ready_stream = NULL
 
 
+cdef inline int _initialise(DLPackArray self, object obj, object copy, object device,
+                            object stream) except -1:
+    """The body of ``DLPackArray.__init__`` (and of the constructor's fast path;
+    inline into both)."""
+    cdef int checked
+    if self._state != kUninitialised:
+        # Exports of a ready array point into its descriptor; a failed or
+        # running initialisation is not restartable either (a source's
+        # code re-entering __init__ must not replace what the outer call
+        # is writing).
+        raise TypeError("DLPackArray is immutable: it cannot be initialised twice"
+                        if self._state == kReady else
+                        "DLPackArray is immutable: it cannot be initialised twice (its "
+                        "first initialisation " + ("is still running)"
+                                                   if self._state == kInitialising
+                                                   else "failed)"))
+    # Every method refuses from here until kReady, so code of the source's
+    # that runs during the import (properties, __index__, __array__,
+    # __dlpack__, __del__) can neither read, export nor re-initialise the
+    # half-written descriptor: the import may fill self directly.
+    self._state = kInitialising
+    # try/finally, not except: Cython saves the thread's exception state
+    # on entering every try/except (~35 instructions per import).
+    try:
+        checked = _import_into(self, obj, copy, device, False, stream)
+        if stream is not None:
+            adopt_consumer_stream(&self._view, stream, device is not None or checked)
+        self._state = kReady
+    finally:
+        if self._state != kReady:
+            # Drop the source's memory now and never expose a half-written
+            # descriptor: the object stays unusable for good.
+            self._state = kFailed
+            _reset_placeholder(self)
+    return 0
+
+
 cdef inline bint _is_buffer_only_type(type t) noexcept:
     """Whether ``t`` is an exact type known to speak the buffer protocol and
     nothing richer (no __dlpack__, __array_struct__ or __array_interface__):
@@ -399,21 +437,73 @@ cdef int _import_by_dlpack_call(DLPackArray self, object obj, type t, object cop
                                 bint host_only) except -1:
     """The ``obj.__dlpack__(...)`` branch of _import_into (same return value).
     ``host_only``: ``t`` is numpy.ndarray, whose data is host memory."""
-    cdef bint copied = False
     cdef int pinned_device = -1
-    cdef int stream_checked
-    cdef bint common
-    cdef PyObject* raw
     dl_device = None
     if device is not None:
         dl_device = device_tuple(parse_device(device))
-    refusal = None
     # CUDA hook: a CUDA producer is asked with a stream even when none
     # was given, so its pending work is ordered (docs/cuda.md).  An exact
     # ndarray is host memory: no __dlpack_device__ round trip for it.
     stream_arg = producer_stream_argument(obj, stream, dl_device, host_only, &pinned_device)
+    return _request_dlpack(self, obj, t, copy, device, dlpack_only, dl_device, stream_arg,
+                           pinned_device, False)
+
+
+cdef int _import_plain_dlpack(DLPackArray self, object obj, type t) except -1:
+    """_import_by_dlpack_call with nothing requested (no copy, device or
+    stream): ``DLPackArray(x)`` of a type that last took the plain
+    ``__dlpack__`` call.  Host data that asks for no stream is consumed here
+    directly; everything else goes on through _request_dlpack, with the
+    device query and (if made) the failed request's error already done."""
+    cdef int pinned_device = -1
+    cdef bint copied = False
+    cdef PyObject* raw
+    stream_arg = producer_stream_argument(obj, None, None, False, &pinned_device)
+    if stream_arg is not None or pinned_device >= 0:
+        return _request_dlpack(self, obj, t, None, None, False, None, stream_arg,
+                               pinned_device, False)
+    raw = request_common(obj)
+    if raw == NULL:
+        # The producer's error is still set: _request_dlpack takes it as its
+        # own request's (a refusal may still be read through Arrow).
+        return _request_dlpack(self, obj, t, None, None, False, None, None, -1, True)
+    capsule = steal(raw)
+    self.owner = view_from_capsule(capsule, &self._view, &copied)
+    if self._view.device.device_type == kDLCPU:
+        # Host data that no pinned-memory query flagged: ready_after_request
+        # has nothing to wait for (its first two tests).  Nothing requested:
+        # _finish_capsule_import has nothing to apply.
+        return 0
+    return _ready_after_capsule(self, capsule, None, -1)
+
+
+cdef int _ready_after_capsule(DLPackArray self, object capsule, object stream_arg,
+                              int pinned_device) except -1:
+    """ready_after_request for an adopted capsule's view (same return value);
+    a failure releases the capsule's memory at once."""
+    cdef int stream_checked = -1
+    try:  # finally, not except: no exception state saved on success
+        stream_checked = ready_after_request(&self._view, stream_arg, pinned_device)
+    finally:
+        if stream_checked == -1:
+            self.owner = None
+            release_adopted(capsule)
+    return stream_checked
+
+
+cdef int _request_dlpack(DLPackArray self, object obj, type t, object copy, object device,
+                         bint dlpack_only, object dl_device, object stream_arg,
+                         int pinned_device, bint requested) except -1:
+    """The rest of _import_by_dlpack_call once the stream argument is known.
+    ``requested``: the common request was made and failed, its error still
+    set (request_capsule then takes it as its first call's)."""
+    cdef bint copied = False
+    cdef int stream_checked
+    cdef bint common
+    cdef PyObject* raw
+    refusal = None
     common = dl_device is None and copy is None and stream_arg is None
-    raw = request_common(obj) if common else NULL
+    raw = request_common(obj) if common and not requested else NULL
     if raw != NULL:
         capsule = steal(raw)
     else:
@@ -440,13 +530,7 @@ cdef int _import_by_dlpack_call(DLPackArray self, object obj, type t, object cop
         # has nothing to wait for (its first two tests) and returns 0.
         stream_checked = 0
     else:
-        stream_checked = -1
-        try:  # finally, not except: no exception state saved on success
-            stream_checked = ready_after_request(&self._view, stream_arg, pinned_device)
-        finally:
-            if stream_checked == -1:
-                self.owner = None
-                release_adopted(capsule)
+        stream_checked = _ready_after_capsule(self, capsule, stream_arg, pinned_device)
     _finish_capsule_import(self, capsule, copy, device, copied)
     return stream_checked
 
@@ -472,7 +556,7 @@ cdef TypeSlot _plain_dlpack_types[TYPE_CACHE_SIZE]
 
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
-                      bint dlpack_only, object stream=None) except -1:
+                      bint dlpack_only, object stream) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence.
 
     Returns 1 when ``stream`` was already checked against the producer's own
@@ -485,6 +569,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     # no object locals, so the hit pays no prologue/epilogue for theirs.
     if type_slot_hit(type_slot(_plain_dlpack_types, tp), tp):
         # Never numpy.ndarray (not cached): host_only is False.
+        if copy is None and device is None and stream is None:
+            return _import_plain_dlpack(self, obj, <type>tp)
         return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only, stream,
                                       False)
     return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
@@ -657,9 +743,8 @@ cdef bint _has_direct_protocol(object obj) except -1:
             or getattr(obj, "__array_interface__", None) is not None)
 
 
-# A freelist recycles instances without malloc/free: exchanges create and
-# drop one per call.
-@cython.freelist(16)
+# Instances are recycled by the allocator at the end of this module (not
+# Cython's freelist, which zeroes all 384 bytes of every reused instance).
 cdef class DLPackArray:
     # The first line is the signature inspect.signature() reads (Cython embeds
     # none in clinic format for classes, and misplaces "/" in the others).
@@ -714,36 +799,7 @@ cdef class DLPackArray:
         _reset_placeholder(self)
 
     def __init__(self, obj, /, *, copy=None, device=None, stream=None):
-        cdef int checked
-        if self._state != kUninitialised:
-            # Exports of a ready array point into its descriptor; a failed or
-            # running initialisation is not restartable either (a source's
-            # code re-entering __init__ must not replace what the outer call
-            # is writing).
-            raise TypeError("DLPackArray is immutable: it cannot be initialised twice"
-                            if self._state == kReady else
-                            "DLPackArray is immutable: it cannot be initialised twice (its "
-                            "first initialisation " + ("is still running)"
-                                                       if self._state == kInitialising
-                                                       else "failed)"))
-        # Every method refuses from here until kReady, so code of the source's
-        # that runs during the import (properties, __index__, __array__,
-        # __dlpack__, __del__) can neither read, export nor re-initialise the
-        # half-written descriptor: the import may fill self directly.
-        self._state = kInitialising
-        # try/finally, not except: Cython saves the thread's exception state
-        # on entering every try/except (~35 instructions per import).
-        try:
-            checked = _import_into(self, obj, copy, device, False, stream)
-            if stream is not None:
-                adopt_consumer_stream(&self._view, stream, device is not None or checked)
-            self._state = kReady
-        finally:
-            if self._state != kReady:
-                # Drop the source's memory now and never expose a half-written
-                # descriptor: the object stays unusable for good.
-                self._state = kFailed
-                _reset_placeholder(self)
+        _initialise(self, obj, copy, device, stream)
 
     # -- DLPack ---------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -1322,6 +1378,121 @@ cdef DLPackArray new_from_object(object obj, object copy, object device):
     """``DLPackArray(obj, copy=copy, device=device)`` without the Python call."""
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     a._state = kInitialising
-    _import_into(a, obj, copy, device, False)
+    _import_into(a, obj, copy, device, False, None)
     a._state = kReady
     return a
+
+
+# -- The constructor's fast path ----------------------------------------------
+# DLPackArray(x) with one positional argument is the commonest call there is.
+# Cython's generated vectorcall constructor runs the generic keyword parser of
+# __init__ (a name table, a new reference per default, a cleanup loop: ~70
+# instructions); this one goes straight to _initialise.  Everything else
+# (keywords, other argument counts, subclasses, which get type.__call__
+# anyway) takes the generated one, with its errors.
+ctypedef PyObject* (*_Vectorcall)(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                  PyObject* kwnames) noexcept
+
+cdef extern from "Python.h":
+    ctypedef struct _VectorcallType "PyTypeObject":
+        _Vectorcall tp_vectorcall
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+    void PyType_Modified(PyTypeObject* t)
+
+
+cdef _Vectorcall _generated_constructor = (<_VectorcallType*>DLPackArray).tp_vectorcall
+
+
+cdef PyObject* _construct(PyObject* t, PyObject* const* args, size_t nargsf,
+                          PyObject* kwnames) except NULL:
+    if kwnames != NULL or PyVectorcall_NARGS(nargsf) != 1 or t != <PyObject*>DLPackArray:
+        return _generated_constructor(t, args, nargsf, kwnames)
+    return _construct_from(<object>args[0])
+
+
+cdef PyObject* _construct_from(object obj) except NULL:
+    cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
+    _initialise(a, obj, None, None, None)
+    Py_INCREF(a)
+    return <PyObject*>a
+
+
+if _generated_constructor != NULL:
+    # (Through void*: the slot's type cannot say "NULL means an exception".)
+    (<_VectorcallType*>DLPackArray).tp_vectorcall = <_Vectorcall><void*>_construct
+    PyType_Modified(<PyTypeObject*>DLPackArray)
+
+
+# -- Allocation ---------------------------------------------------------------
+# Exchanges create and drop one DLPackArray per call, so instances are
+# recycled instead of going back to the allocator.  Cython's freelist zeroes
+# the whole instance on reuse (~50 instructions per array); nearly all of it
+# is written again anyway by tp_new: the TensorView, the stride vector and the
+# buffer layout are constructed (the layout's value-initialisation zeroes
+# it), the object fields set to None, and the inline shape/stride arrays are
+# never read before they are written.  Only the fields a fresh allocation
+# leaves zero and nothing writes again are cleared: the state (kUninitialised)
+# and the weak-reference list.  Subclasses (heap types) keep CPython's own
+# allocator: tp_alloc and tp_free are not inherited by them.
+cdef enum:
+    _RECYCLED_MAX = 16
+
+cdef extern from "Python.h":
+    ctypedef PyObject* (*_AllocFunc)(PyTypeObject* t, Py_ssize_t n) noexcept
+    ctypedef void (*_FreeFunc)(void* o) noexcept
+    ctypedef struct _AllocType "PyTypeObject":
+        _AllocFunc tp_alloc
+        _FreeFunc tp_free
+        Py_ssize_t tp_weaklistoffset
+    PyObject* PyType_GenericAlloc(PyTypeObject* t, Py_ssize_t n) noexcept
+    void PyObject_GC_Del(void* o) noexcept
+    void PyObject_GC_Track(void* o) noexcept
+    PyTypeObject* _type_of "Py_TYPE"(void* o) noexcept
+
+
+cdef extern from *:
+    """
+    /* PyObject_Init's work for a static type (which takes no reference to
+       its type), without the call; debug and free-threaded builds keep
+       reference counts of their own, so they call it. */
+    static inline void dla_revive(PyObject* o, PyTypeObject* t) {
+    #if defined(Py_REF_DEBUG) || defined(Py_TRACE_REFS) || defined(Py_GIL_DISABLED)
+        (void)PyObject_Init(o, t);
+    #else
+        Py_SET_TYPE(o, t);
+        Py_SET_REFCNT(o, 1);
+    #endif
+    }
+    """
+    void _revive "dla_revive"(PyObject* o, PyTypeObject* t) noexcept
+
+cdef PyObject* _recycled[_RECYCLED_MAX]
+cdef int _recycled_count = 0
+
+
+cdef PyObject* _allocate(PyTypeObject* t, Py_ssize_t n) noexcept:
+    global _recycled_count
+    cdef PyObject* o
+    if _recycled_count == 0 or t != <PyTypeObject*>DLPackArray or n != 0:
+        return PyType_GenericAlloc(t, n)
+    _recycled_count -= 1
+    o = _recycled[_recycled_count]
+    (<PyObject**>(<char*>o + (<_AllocType*>t).tp_weaklistoffset))[0] = NULL
+    (<DLPackArray>o)._state = kUninitialised
+    _revive(o, t)
+    PyObject_GC_Track(o)  # what PyType_GenericAlloc does for a GC type
+    return o
+
+
+cdef void _release(void* o) noexcept:
+    # Called by tp_dealloc, the instance already untracked and cleared.
+    global _recycled_count
+    if _recycled_count < _RECYCLED_MAX and _type_of(o) == <PyTypeObject*>DLPackArray:
+        _recycled[_recycled_count] = <PyObject*>o
+        _recycled_count += 1
+    else:
+        PyObject_GC_Del(o)
+
+
+(<_AllocType*>DLPackArray).tp_alloc = _allocate
+(<_AllocType*>DLPackArray).tp_free = _release

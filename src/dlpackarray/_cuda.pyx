@@ -23,6 +23,7 @@ cdef extern from "Python.h":
     bint PyTuple_CheckExact(object o)
     Py_ssize_t PyTuple_GET_SIZE(object o)
     PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
+    void _decref "Py_DECREF"(PyObject* o)
 
 
 cdef extern from "dlpackarray/cuda_exchange.hpp" namespace "dla::cuda":
@@ -200,37 +201,57 @@ cdef int _check_stream_value(DLDevice device, object stream) except -1:
 cdef str _DLPACK_DEVICE_NAME = "__dlpack_device__"
 
 
-cdef object _device_of_producer(object producer, bint required):
-    """``producer.__dlpack_device__()`` as a checked tuple; None when the
-    producer has none and ``required`` is false, or then when asking it
-    fails with any Exception (nothing was asked of this producer: its own
-    __dlpack__ call says what it can export, as before streams were
+cdef int _device_of_producer(object producer, bint required, DLDevice* out) except -1:
+    """``producer.__dlpack_device__()``, checked, into ``out``: 1 when it
+    answered, 0 when it has none and ``required`` is false, or then when
+    asking it fails with any Exception (nothing was asked of this producer:
+    its own __dlpack__ call says what it can export, as before streams were
     requested)."""
     cdef PyObject* args[1]
     cdef PyObject* r
+    cdef PyObject* kind
+    cdef PyObject* index
     args[0] = <PyObject*>producer
     # One call without a bound method (every DLPack import of a non-ndarray
     # asks this; getattr + call built and freed a method object each time, a
     # third of the query's cost), made raw: only a failure enters a handler
     # (_raw_call.pxd).
     r = vectorcall_method(_DLPACK_DEVICE_NAME, args, 1, NULL)
-    device = None
     if r != NULL:
-        device = steal(r)
-        if (PyTuple_CheckExact(device) and PyTuple_GET_SIZE(device) == 2
-                and PyLong_Check(PyTuple_GET_ITEM(device, 0))
-                and PyLong_Check(PyTuple_GET_ITEM(device, 1))):
-            return device  # what _checked_device accepts, read without item calls
-    # The slow paths (the query failed, with its error still set, or answered
-    # something to check): an error propagates when required, else means None.
+        if PyTuple_CheckExact(<object>r) and PyTuple_GET_SIZE(<object>r) == 2:
+            kind = PyTuple_GET_ITEM(<object>r, 0)
+            index = PyTuple_GET_ITEM(<object>r, 1)
+            if PyLong_Check(kind) and PyLong_Check(index):
+                # What _checked_device accepts, read without item calls or a
+                # tuple object kept (an int too large for C raises here).
+                try:  # finally, not except: no exception state saved on success
+                    out.device_type = <DLDeviceType><int><object>kind
+                    out.device_id = <int><object>index
+                finally:
+                    _decref(r)
+                return 1
+    return _device_query_slow(producer, required, r, out)
+
+
+cdef int _device_query_slow(object producer, bint required, PyObject* r,
+                            DLDevice* out) except -1:
+    """_device_of_producer's slow paths: the query failed (``r`` NULL, its
+    error still set) or answered something to check (``r`` a new reference,
+    taken here).  An error propagates when required, else means "none"."""
+    device = None if r == NULL else steal(r)
     try:
         if r == NULL:
-            return _device_query_failed(producer, required)
-        return _checked_device(device)
+            device = _device_query_failed(producer, required)
+            if device is None:
+                return 0
+        device = _checked_device(device)
     except Exception:
         if required:
             raise
-        return None
+        return 0
+    out.device_type = <DLDeviceType><int>device[0]
+    out.device_id = <int>device[1]
+    return 1
 
 
 cdef object _device_query_failed(object producer, bint required):
@@ -280,20 +301,10 @@ cdef object producer_stream_argument(object producer, object stream, object dl_d
     pinned_device[0] = -1
     if stream is not None and not isinstance(stream, int):
         raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
-    if stream is None:
-        if host_only:
-            return None
-        device = _device_of_producer(producer, False)
-    else:
-        device = _device_of_producer(producer, True)
-    if device is None:
+    if stream is None and host_only:
         return None
-    if PyTuple_CheckExact(device):
-        d.device_type = <DLDeviceType><int><object>PyTuple_GET_ITEM(device, 0)
-        d.device_id = <int><object>PyTuple_GET_ITEM(device, 1)
-    else:
-        d.device_type = <DLDeviceType><int>device[0]
-        d.device_id = <int>device[1]
+    if not _device_of_producer(producer, stream is not None, &d):
+        return None
     if stream is not None:
         _check_stream_value(d, stream)  # None is valid everywhere
     if d.device_type == kDLCPU:

@@ -2,26 +2,19 @@
 """DLPack capsules: consume (import) and produce (export) per the Python spec."""
 from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.pycapsule cimport (
-    PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer,
-    PyCapsule_SetName,
-)
+from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetName
 from libc.stdint cimport uint64_t
-from libc.string cimport strcmp
 
 from dlpackarray.abi cimport (
-    DLDevice, DLManagedTensor, DLManagedTensorVersioned, kDLCPU, kDLCUDA, kDLCUDAHost,
-    kDLCUDAManaged, kDLROCM, kDLROCMHost,
+    DLDevice, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged, kDLROCM, kDLROCMHost,
 )
 from dlpackarray.core cimport (
-    kCapsuleLegacy, kCapsuleLegacyUsed, kCapsuleVersioned, kCapsuleVersionedUsed,
     kDLPackMajorVersion, kDLPackMinorVersion, kFlagIsCopied, kFlagReadOnly,
 )
 from dlpackarray.core cimport (
-    CopyMode, TensorView, adopt_consumed_capsule, call_legacy_deleter, call_versioned_deleter,
-    fold_byte_offset, kProducer, new_legacy_capsule, new_versioned_capsule,
-    DeviceRoute, kRouteCopyToHost, kRouteRelabelHost, kRouteSame, release_adopted_capsule,
-    route_device_request, validate, view_from_dltensor,
+    CopyMode, TensorView, kProducer, new_legacy_capsule,
+    new_versioned_capsule, DeviceRoute, kRouteCopyToHost, kRouteRelabelHost, kRouteSame,
+    release_adopted_capsule, route_device_request,
 )
 from dlpackarray._raw_call cimport raise_pending, steal, vectorcall_method
 from dlpackarray._internal cimport (
@@ -43,77 +36,20 @@ cdef bint is_dlpack_capsule(object obj):
     return PyCapsule_CheckExact(obj)
 
 
-cdef object view_from_capsule(object capsule, TensorView* out, bint* copied):
-    """Consumes a "dltensor"/"dltensor_versioned" capsule exactly once.
-
-    Returns the capsule itself as the owner: once renamed to ``used_*`` it is
-    adopted (its destructor now calls the tensor's deleter), so no separate
-    owner object is allocated on this hot path.  ``copied`` receives the
-    producer's IS_COPIED flag.
-    """
-    cdef DLManagedTensorVersioned* mv
-    cdef DLManagedTensor* ml
-    cdef const char* name
+cdef int raise_not_dlpack(object capsule) except -1:
     if not PyCapsule_CheckExact(capsule):
         # e.g. a producer whose __dlpack__ returned something else.
         raise TypeError(
             f"expected a DLPack PyCapsule, got a '{type(capsule).__name__}' object")
-    copied[0] = False
-    # The name is read once and told apart with one comparison per candidate
-    # (PyCapsule_IsValid per candidate, then GetPointer, each checked the
-    # capsule and compared again).  An exact capsule always has a pointer:
-    # neither call fails, and GetPointer with its own name always matches.
-    name = PyCapsule_GetName(capsule)
-    if name != NULL and strcmp(name, kCapsuleVersioned) == 0:
-        mv = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, name)
-        # Renaming first transfers ownership: from here on the producer's
-        # capsule destructor no longer calls the deleter; ours does.
-        PyCapsule_SetName(capsule, kCapsuleVersionedUsed)
-        if mv.version.major != kDLPackMajorVersion:
-            # Spec: on a major mismatch the consumer may only call the deleter.
-            major, minor = mv.version.major, mv.version.minor
-            call_versioned_deleter(mv)
-            raise BufferError(
-                f"DLPack capsule has version {major}.{minor}; this consumer understands "
-                f"major version {kDLPackMajorVersion} only")
-        # try/finally, not except: Cython saves the thread's exception state
-        # on entering every try/except, on the success path too.
-        try:
-            view_from_dltensor(mv.dl_tensor, out)
-            out.readonly = (mv.flags & kFlagReadOnly) != 0
-            copied[0] = (mv.flags & kFlagIsCopied) != 0
-            validate(out[0])
-            fold_byte_offset(out[0])
-            mv = NULL
-        finally:
-            if mv != NULL:
-                # Refused: release the tensor now rather than when the (already
-                # renamed, so inert) capsule happens to die.
-                call_versioned_deleter(mv)
-        adopt_consumed_capsule(capsule, True)
-    elif name != NULL and strcmp(name, kCapsuleLegacy) == 0:
-        ml = <DLManagedTensor*>PyCapsule_GetPointer(capsule, name)
-        PyCapsule_SetName(capsule, kCapsuleLegacyUsed)
-        try:
-            view_from_dltensor(ml.dl_tensor, out)
-            out.readonly = False
-            validate(out[0])
-            fold_byte_offset(out[0])
-            ml = NULL
-        finally:
-            if ml != NULL:
-                call_legacy_deleter(ml)
-        adopt_consumed_capsule(capsule, False)
-    else:
-        pyname = None if name == NULL else name.decode(errors="replace")
-        if pyname in ("used_dltensor", "used_dltensor_versioned"):
-            raise ValueError(
-                f"this DLPack capsule ('{pyname}') has already been consumed; a capsule can "
-                "be consumed only once")
-        raise TypeError(
-            f"a PyCapsule named {pyname!r} is not a DLPack tensor capsule "
-            "(expected 'dltensor' or 'dltensor_versioned')")
-    return capsule
+    cdef const char* name = PyCapsule_GetName(capsule)
+    pyname = None if name == NULL else name.decode(errors="replace")
+    if pyname in ("used_dltensor", "used_dltensor_versioned"):
+        raise ValueError(
+            f"this DLPack capsule ('{pyname}') has already been consumed; a capsule can "
+            "be consumed only once")
+    raise TypeError(
+        f"a PyCapsule named {pyname!r} is not a DLPack tensor capsule "
+        "(expected 'dltensor' or 'dltensor_versioned')")
 
 
 cdef void release_adopted(object capsule) noexcept:

@@ -12,10 +12,12 @@ from dlpackarray._type_cache cimport (
     TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
 from dlpackarray.abi cimport DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPI, kDLCPU
-from dlpackarray.core cimport kCapsuleExchangeApi, kDLPackMajorVersion, kFlagIsCopied, kFlagReadOnly
+from libcpp cimport bool as cbool
+
+from dlpackarray.core cimport kCapsuleExchangeApi, kDLPackMajorVersion
 from dlpackarray.core cimport (
     TensorView, adopt_managed_legacy, adopt_managed_versioned, call_versioned_deleter,
-    release_adopted_capsule, validate, view_from_dltensor,
+    release_adopted_capsule, view_from_managed,
 )
 
 import sys
@@ -29,31 +31,23 @@ cdef DLPackExchangeAPI* own_exchange_api() noexcept:
 
 cdef object view_from_managed_versioned(DLManagedTensorVersioned* m, TensorView* out,
                                         bint* copied):
+    cdef cbool c = False
     # Adopt first: from here on every exit, error or not, leaves the deleter
     # to the owner capsule (run at once by release_adopted_capsule on refusal).
     owner = adopt_managed_versioned(m)
     try:
-        if m.version.major != kDLPackMajorVersion:
-            # Spec: on a major mismatch the consumer may only call the deleter.
-            raise BufferError(
-                f"DLPack managed tensor has version {m.version.major}.{m.version.minor}; "
-                f"this consumer understands major version {kDLPackMajorVersion} only")
-        view_from_dltensor(m.dl_tensor, out)
-        out.readonly = (m.flags & kFlagReadOnly) != 0
-        copied[0] = (m.flags & kFlagIsCopied) != 0
-        validate(out[0])
+        view_from_managed(m[0], out, &c)
     except BaseException:
         release_adopted_capsule(owner)
         raise
+    copied[0] = c
     return owner
 
 
 cdef object view_from_managed_legacy(DLManagedTensor* m, TensorView* out):
     owner = adopt_managed_legacy(m)
     try:
-        view_from_dltensor(m.dl_tensor, out)
-        out.readonly = False
-        validate(out[0])
+        view_from_managed(m[0], out)
     except BaseException:
         release_adopted_capsule(owner)
         raise

@@ -118,6 +118,9 @@ cdef extern from "dlpackarray/strided_copy.hpp" namespace "dla" nogil:
 
 cdef extern from "dlpackarray/managed_tensor.hpp" namespace "dla" nogil:
     void view_from_dltensor(const DLTensor& t, TensorView* out) except +raise_py_error
+    void view_from_managed(const DLManagedTensorVersioned& m, TensorView* out,
+                           cbool* copied) except +raise_py_error
+    void view_from_managed(const DLManagedTensor& m, TensorView* out) except +raise_py_error
 
 
 cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
@@ -127,6 +130,8 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                     PyObject* owner) except NULL
     int adopt_consumed_capsule(object capsule, cbool versioned) except -1
+    cbool consume_dlpack_capsule(object capsule, TensorView* out,
+                                 cbool* copied) except +raise_py_error
     object adopt_managed_versioned(DLManagedTensorVersioned* m)
     object adopt_managed_legacy(DLManagedTensor* m)
     void release_adopted_capsule(object capsule) noexcept

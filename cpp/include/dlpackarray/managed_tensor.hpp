@@ -44,4 +44,12 @@ void free_managed_block(void* block) noexcept;
 // problems (BufferError for what DLPack can carry but we cannot use).
 void view_from_dltensor(const DLTensor& t, TensorView* out);
 
+// The consumer's whole reading of a managed tensor it has taken over:
+// view_from_dltensor, the READ_ONLY flag (legacy tensors: writable), the
+// IS_COPIED flag, validate() and fold_byte_offset().  A versioned tensor of
+// another major version is refused (BufferError) before anything is read.
+// On any throw the tensor is still the caller's to delete.
+void view_from_managed(const DLManagedTensorVersioned& m, TensorView* out, bool* copied);
+void view_from_managed(const DLManagedTensor& m, TensorView* out);
+
 }  // namespace dla

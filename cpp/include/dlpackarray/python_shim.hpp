@@ -54,6 +54,14 @@ int install_shutdown_gate() noexcept;
 // object of its own.  Returns -1 with an exception set on failure.
 int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept;
 
+// Consumes a "dltensor_versioned" / "dltensor" capsule exactly once: renames
+// it "used_*", reads its tensor (view_from_managed) and adopts it, so that
+// the capsule itself owns the memory from then on.  On a refused tensor the
+// deleter has run and the dla::Error propagates (the capsule, renamed, stays
+// inert).  Returns false, touching nothing, when `capsule` is not an exact
+// capsule with one of the two names (the caller says which problem it is).
+bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied);
+
 // Makes a managed tensor handed over in C (the exchange API, the C API) the
 // property of a new "used_dltensor[_versioned]" capsule with the destructor of
 // an adopted capsule: the same owner object, released by the same
