@@ -132,3 +132,92 @@ def test_instance_attributes_are_honoured_alike_cached_or_not():
     DLPackArray(cached())  # fills the cache
     want = outcome(make()[1])
     assert outcome(obj) == want == (B.ctypes.data, (2,))
+
+
+class _ArrowCapsules:
+    """Arrow PyCapsule methods only (no __dlpack__, no array interface)."""
+
+    def __init__(self, arr=None):
+        import pyarrow as pa
+
+        self._arr = pa.array(np.arange(5.0) if arr is None else arr)
+
+    def __arrow_c_schema__(self):
+        return self._arr.__arrow_c_schema__()
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self._arr.__arrow_c_array__(requested_schema)
+
+
+def test_instance_probe_route_is_rerouted_by_every_class_change():
+    # Types whose objects reach the instance probes (an Arrow-only class) skip
+    # the type checks in front of them next time; every change to the class
+    # or a base must send the next import where an uncached import goes.
+    pytest.importorskip("pyarrow")
+    p = Producer(np.arange(3.0))
+    provider = CallbackProvider(lambda obj: p.address)
+    ns = {
+        "__init__": _ArrowCapsules.__init__,
+        "__arrow_c_schema__": _ArrowCapsules.__arrow_c_schema__,
+        "__arrow_c_array__": _ArrowCapsules.__arrow_c_array__,
+    }
+    base_ns: dict = {}
+    Base = type("Base", (), {})
+    Src = type("Src", (Base,), dict(ns))
+    steps = [
+        ("cached", lambda cls, ns: None),
+        ("__dlpack__ added", _set("__dlpack__", dlpack_of(B))),
+        ("__dlpack__ removed", _del("__dlpack__")),
+        ("exchange table added", _set("__dlpack_c_exchange_api__", provider.capsule)),
+        ("exchange table removed", _del("__dlpack_c_exchange_api__")),
+        (
+            "array interface added",
+            _set("__array_interface__", property(lambda s: D.__array_interface__)),
+        ),
+        ("array interface removed", _del("__array_interface__")),
+        ("Arrow methods removed", _del("__arrow_c_array__")),
+    ]
+    seen = []
+    for label, step in steps:
+        step(Src, ns)
+        for _ in range(3):  # the first fills the cache, the others hit it
+            got = outcome(Src())
+            want = outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
+            assert got == want, label
+        seen.append(got)
+    assert seen[0][1] == (5,)
+    assert seen[1] == (B.ctypes.data, (2,))
+    assert seen[3][1] == (3,)
+    assert seen[5] == (D.ctypes.data, (4,))
+    assert seen[7][0] is TypeError
+    # A change to a base class changes its subclasses' version tags too.
+    Src.__arrow_c_array__ = ns["__arrow_c_array__"] = _ArrowCapsules.__arrow_c_array__
+    outcome(Src())
+    Base.__dlpack__ = base_ns["__dlpack__"] = dlpack_of(A)
+    got = outcome(Src())
+    assert got == outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
+    assert got == (A.ctypes.data, (1,))
+    gc.collect()
+    assert p.deleter_calls == provider.calls
+
+
+def test_instance_probes_still_run_for_every_object_of_a_cached_type():
+    pytest.importorskip("pyarrow")
+    cls = type("Arrowish", (_ArrowCapsules,), {})
+    for _ in range(3):
+        assert DLPackArray(cls()).shape == (5,)  # cached after the first
+    obj = cls()
+    obj.__array_interface__ = D.__array_interface__  # the instance's own, as NumPy reads
+    assert outcome(obj) == (D.ctypes.data, (4,))
+    assert DLPackArray(cls(np.arange(7.0))).shape == (7,)
+
+
+def test_from_dlpack_of_a_cached_type_still_refuses():
+    pytest.importorskip("pyarrow")
+    from dlpackarray import from_dlpack
+
+    cls = type("ArrowOnlyAgain", (_ArrowCapsules,), {})
+    DLPackArray(cls())
+    DLPackArray(cls())
+    with pytest.raises(AttributeError, match="has no attribute '__dlpack__'"):
+        from_dlpack(cls())

@@ -207,10 +207,29 @@ void check_dtype_supported(DLDataType dt) {
   }
 }
 
+// Per type code, bit b set when (code, b bytes) is a dtype of the table: the
+// check of every validate() in one load and one shift (bits / 8 < 32).
+struct ByteMasks {
+  uint32_t at[kCodeSlots];
+};
+
+constexpr ByteMasks make_byte_masks() {
+  ByteMasks m{};
+  for (const auto& d : kDtypes) m.at[d.code] |= uint32_t(1) << (d.bits / 8);
+  return m;
+}
+
+constexpr ByteMasks kByteMasks = make_byte_masks();
+
 int64_t supported_itemsize(DLDataType dt) {
   // A dtype of the table has one lane and whole bytes: its size is bits / 8.
-  if (find(dt) == nullptr) check_dtype_supported(dt);  // raises, with its message
-  return dt.bits / 8;
+  const uint32_t bytes = dt.bits / 8u;
+  if (dt.lanes == 1 && dt.code < kCodeSlots && dt.bits % 8 == 0 &&
+      ((kByteMasks.at[dt.code] >> bytes) & 1u) != 0) {
+    return bytes;
+  }
+  check_dtype_supported(dt);  // raises, with its message
+  return bytes;               // not reached: dt is not in the table
 }
 
 int64_t dtype_itemsize(DLDataType dt) {

@@ -101,6 +101,11 @@ PyCapsule_Destructor destructor_for(ArrowCapsuleKind kind) {
 
 }  // namespace
 
+HeldArrowArray::~HeldArrowArray() {
+  if (device_array.array.release == nullptr) return;
+  with_error_set_aside([this] { device_array.array.release(&device_array.array); });
+}
+
 PyObject* new_arrow_capsule(ArrowCapsuleKind kind, void** out) {
   const char* name = capsule_name(kind);
   if (name == nullptr) {

@@ -553,6 +553,12 @@ cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
 # DLPackArray(pa_array)); each probe is itself a function of the type's state,
 # which the version tag follows.
 cdef TypeSlot _plain_dlpack_types[TYPE_CACHE_SIZE]
+# Types whose objects last reached the instance probes of _import_into (no
+# exchange table, no __dlpack__, none of the types taken earlier, unable to be
+# a DLPackArray): a hit starts there, skipping the type checks in front (an
+# Arrow-only object: ~200 instructions of every import).  The probes and
+# everything after them still run for every object.
+cdef TypeSlot _instance_probe_types[TYPE_CACHE_SIZE]
 
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
@@ -573,6 +579,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             return _import_plain_dlpack(self, obj, <type>tp)
         return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only, stream,
                                       False)
+    if not dlpack_only and type_slot_hit(type_slot(_instance_probe_types, tp), tp):
+        return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream)
     return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
 
 
@@ -620,6 +628,21 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
             f"'{t.__name__}' object has no attribute '__dlpack__': from_dlpack consumes DLPack "
             "producers and capsules only; wrap buffer-protocol or array-interface objects with "
             "dlpackarray.DLPackArray(obj)")
+    # Every check above is a function of the type alone (its state, which the
+    # version tag follows): the type's next object may start from here.
+    # (Exact ndarray, capsule, buffer-only and DLPackArray types returned
+    # above; a type that may subclass DLPackArray could be one.)
+    if api == NULL and not _may_subclass(t):
+        type_slot_store(type_slot(_instance_probe_types, tp), tp, 1)
+    return _import_by_instance_probes(self, obj, t, copy, device, stream)
+
+
+cdef int _import_by_instance_probes(DLPackArray self, object obj, type t, object copy,
+                                    object device, object stream) except -1:
+    """The rest of _import_by_precedence once the type-level checks found no
+    DLPackArray, capsule, buffer-only type, exchange table or ``__dlpack__``
+    (same return value)."""
+    cdef bint copied = False
     # Instance lookups, as NumPy does: exporters may set these per object.
     source = _interface_source(obj, t)
     # CUDA array interface: after __dlpack__ (which carries the device and

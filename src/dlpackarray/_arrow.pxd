@@ -122,6 +122,8 @@ cdef extern from "dlpackarray/python_arrow_shim.hpp" namespace "dla::py":
         kArrowDeviceStreamCapsule
 
     object new_arrow_capsule(ArrowCapsuleKind kind, void** out)
+    cppclass HeldArrowArray:
+        ArrowDeviceArray device_array
     void release_arrow_keepalive(void* py_object) noexcept nogil
 
 

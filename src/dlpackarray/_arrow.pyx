@@ -161,14 +161,9 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
 cdef class ArrowArrayOwner:
     """Owns one imported Arrow array (moved out of its capsule or stream);
     releases it when the last view of its memory is gone."""
-    # Starts zeroed (tp_alloc and the freelist both clear the object), so
-    # held.array.release is NULL until an array is moved in: no __cinit__
-    # call on every import.
-    cdef ArrowDeviceArray held
-
-    def __dealloc__(self):
-        if self.held.array.release != NULL:
-            self.held.array.release(&self.held.array)
+    # Constructed with its release NULL until an array is moved in, and
+    # released by its C++ destructor (python_arrow_shim.hpp says why).
+    cdef HeldArrowArray held
 
 
 cdef class _SchemaHolder:
@@ -390,24 +385,24 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         dev = _device(darr.device_type, darr.device_id)
         # Move: bitwise copy, then mark the source released so that the
         # capsule's destructor leaves it alone.
-        owner.held = darr[0]
+        owner.held.device_array = darr[0]
         darr.array.release = NULL
-        _wait_for_producer(&owner.held, dev)
+        _wait_for_producer(&owner.held.device_array, dev)
     else:
         arr = <ArrowArray*>_capsule_pointer(array_capsule, kCapsuleArrowArray, method)
         if arr.release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         dev.device_type = kDLCPU
         dev.device_id = 0
-        owner.held.array = arr[0]
-        owner.held.device_type = kDLCPU
-        owner.held.device_id = -1
-        owner.held.sync_event = NULL
+        owner.held.device_array.array = arr[0]
+        owner.held.device_array.device_type = kDLCPU
+        owner.held.device_array.device_id = -1
+        owner.held.device_array.sync_event = NULL
         arr.release = NULL
     arrow_parse_schema(schema[0], &info)
     # Bound into the caller's descriptor (whose owner resets it on failure);
     # a vector of bindings (a heap block) only for the unpacking.
-    arrow_bind_view(info, owner.held.array, dev, out, &bit_offset)
+    arrow_bind_view(info, owner.held.device_array.array, dev, out, &bit_offset)
     # No row, no bit to unpack: as zero-copy as an empty stream.
     if not info.bit_packed or out.shape[0] == 0:
         return owner
@@ -516,30 +511,30 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
         # Producers may block or call back into Python from another thread.
         if device:
             with nogil:
-                rc = holder.dstream.get_next(&holder.dstream, &chunk.held)
+                rc = holder.dstream.get_next(&holder.dstream, &chunk.held.device_array)
             if rc != 0:
                 raise BufferError(_stream_error(
                     rc, holder.dstream.get_last_error(&holder.dstream), "get_next"))
-            if chunk.held.array.release == NULL:
+            if chunk.held.device_array.array.release == NULL:
                 break
-            if chunk.held.device_type != holder.dstream.device_type:
+            if chunk.held.device_array.device_type != holder.dstream.device_type:
                 # C device stream interface: every chunk is on the stream's device type.
                 raise ValueError(
                     f"the Arrow device stream from {method} announced device type "
                     f"{holder.dstream.device_type} but get_next returned an array on device "
-                    f"type {chunk.held.device_type}")
-            dev = _device(chunk.held.device_type, chunk.held.device_id)
-            _wait_for_producer(&chunk.held, dev)
+                    f"type {chunk.held.device_array.device_type}")
+            dev = _device(chunk.held.device_array.device_type, chunk.held.device_array.device_id)
+            _wait_for_producer(&chunk.held.device_array, dev)
         else:
             with nogil:
-                rc = holder.stream.get_next(&holder.stream, &chunk.held.array)
+                rc = holder.stream.get_next(&holder.stream, &chunk.held.device_array.array)
             if rc != 0:
                 raise BufferError(_stream_error(
                     rc, holder.stream.get_last_error(&holder.stream), "get_next"))
-            if chunk.held.array.release == NULL:
+            if chunk.held.device_array.array.release == NULL:
                 break
         chunks.resize(chunks.size() + 1)
-        arrow_bind_array(info, chunk.held.array, dev, &chunks[chunks.size() - 1])
+        arrow_bind_array(info, chunk.held.device_array.array, dev, &chunks[chunks.size() - 1])
         owners.append(chunk)
     holder = None  # chunks outlive their stream (C stream interface)
 

@@ -6,7 +6,24 @@
 
 #include <Python.h>
 
+#include "dlpackarray/arrow_abi.hpp"
+
 namespace dla::py {
+
+// The Arrow array an import's owner holds (moved out of its capsule or
+// stream), released when the owner dies.  A C++ member of ArrowArrayOwner,
+// destroyed by Cython's generated tp_dealloc: the class needs no
+// __dealloc__, whose saving and restoring of the error indicator every
+// import paid.  The release sets an in-flight exception aside itself (an
+// owner may die while one propagates, and a producer's release may run
+// Python code), which costs one check when none is pending.
+struct HeldArrowArray {
+  ArrowDeviceArray device_array;
+  HeldArrowArray() noexcept { device_array.array.release = nullptr; }
+  HeldArrowArray(const HeldArrowArray&) = delete;
+  HeldArrowArray& operator=(const HeldArrowArray&) = delete;
+  ~HeldArrowArray();
+};
 
 enum ArrowCapsuleKind : int {
   kArrowSchemaCapsule = 0,
