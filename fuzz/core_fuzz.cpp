@@ -167,11 +167,17 @@ void fuzz_dltensor(Reader& r) {
   t.byte_offset = (which & 8) ? r.take<uint64_t>() : r.take<uint8_t>() % 16;
   if (ndim < 0 || ndim > 64) t.shape = shape.data();  // only ndim is wrong
   // The shape/strides arrays only hold `stored` entries: keep the reader
-  // within them when ndim is out of range (view_from_dltensor refuses it).
+  // within them when ndim is out of range (view_from_managed refuses it).
+  // Read as a consumer reads a managed tensor it took over (view_from_managed:
+  // the version, the flags, the view, validate() and the folded byte_offset).
+  dla::DLManagedTensorVersioned managed{};
+  managed.version = {(which & 16) ? r.take<uint32_t>() : dla::kDLPackMajorVersion, 0};
+  managed.flags = r.take<uint8_t>();
+  managed.dl_tensor = t;
   dla::TensorView v;
+  bool copied = false;
   try {
-    dla::view_from_dltensor(t, &v);
-    (void)dla::validate(v);
+    dla::view_from_managed(managed, &v, &copied);
   } catch (const dla::Error&) {
     return;
   }

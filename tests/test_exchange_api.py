@@ -538,3 +538,35 @@ def test_tables_with_another_major_version_are_ignored():
             return DLPackArray(np.zeros(5)).__dlpack__(**kwargs)
 
     assert DLPackArray(Future()).shape == (5,) and provider.calls == 0
+
+
+def test_byte_offset_is_folded_alike_by_capsule_and_exchange_imports():
+    # One home for reading a consumed managed tensor (view_from_managed): a
+    # nonzero byte_offset reaches data the same way through a capsule (versioned
+    # or legacy) and through the exchange table (whose import kept it unfolded
+    # before).
+    x = np.arange(8.0)
+
+    def producer(versioned=True):
+        return Producer(
+            x, shape=(3,), strides=(2,), byte_offset=16, versioned=versioned, data=x.ctypes.data
+        )
+
+    p_table = producer()
+    provider = CallbackProvider(lambda obj: p_table.address)
+
+    class Tabled:
+        __dlpack_c_exchange_api__ = provider.capsule
+
+    views = [
+        DLPackArray(Tabled()),
+        DLPackArray(producer().capsule()),
+        DLPackArray(producer(versioned=False).capsule()),
+    ]
+    for a in views:
+        assert (a.data_ptr, a.byte_offset) == (x.ctypes.data + 16, 0)
+        assert np.asarray(a).tolist() == [2.0, 4.0, 6.0]
+    assert provider.calls == 1
+    del views
+    gc.collect()
+    assert p_table.deleter_calls == 1

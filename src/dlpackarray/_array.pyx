@@ -818,8 +818,11 @@ cdef class DLPackArray:
     protocol slot; its ``repr()`` names the state instead.
     """
 
-    def __cinit__(self):
-        _reset_placeholder(self)
+    # No __cinit__: an object that is not ready is refused by every method,
+    # property, protocol slot and C API entry point (check_ready), and a new
+    # one holds the TensorView's default state (no data, owner None).  Only a
+    # failed initialisation resets to the placeholder, to drop the source's
+    # memory at once (_initialise).
 
     def __init__(self, obj, /, *, copy=None, device=None, stream=None):
         _initialise(self, obj, copy, device, stream)
