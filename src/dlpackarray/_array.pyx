@@ -546,19 +546,25 @@ cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
     return _finish_import(self, copy, device, False)
 
 
-# Types whose objects last took the plain __dlpack__ call of _import_into: no
-# C exchange table, not read as Arrow first, not an exact ndarray, not able to
-# be a DLPackArray (so none of the earlier branches applies).  A hit skips the
-# per-type probes in front of that call (~130 instructions of every
-# DLPackArray(pa_array)); each probe is itself a function of the type's state,
-# which the version tag follows.
-cdef TypeSlot _plain_dlpack_types[TYPE_CACHE_SIZE]
-# Types whose objects last reached the instance probes of _import_into (no
-# exchange table, no __dlpack__, none of the types taken earlier, unable to be
-# a DLPackArray): a hit starts there, skipping the type checks in front (an
-# Arrow-only object: ~200 instructions of every import).  The probes and
-# everything after them still run for every object.
-cdef TypeSlot _instance_probe_types[TYPE_CACHE_SIZE]
+# The route each type's objects last took through _import_into, where that
+# route follows from the type alone: no C exchange table, not an exact
+# ndarray, not able to be a DLPackArray (so none of the earliest branches
+# applies), and then one of
+#   _ROUTE_PLAIN_DLPACK: the plain __dlpack__ call (~130 instructions of every
+#     DLPackArray(pa_array) skipped);
+#   _ROUTE_ARROW_FIRST: Arrow data read through its Arrow capsules although it
+#     has __dlpack__ (arrow_path_first: pyarrow's tensor and boolean arrays);
+#   _ROUTE_INSTANCE_PROBES: no __dlpack__ at all, so the instance probes for
+#     the array interfaces come next (an Arrow-only object: ~200 instructions);
+#     the probes and everything after them still run for every object.
+# A hit skips the type checks in front of that route; each is a function of
+# the type's state, which the version tag follows (_type_cache.pxd).
+cdef enum:
+    _ROUTE_PLAIN_DLPACK = 1
+    _ROUTE_ARROW_FIRST = 2
+    _ROUTE_INSTANCE_PROBES = 3
+
+cdef TypeSlot _import_routes[TYPE_CACHE_SIZE]
 
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
@@ -571,17 +577,29 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     """
     cdef PyTypeObject* tp = Py_TYPE(obj)
     _check_copy_arg(copy)
-    # The cache hit and the full chain are separate functions: this one holds
-    # no object locals, so the hit pays no prologue/epilogue for theirs.
-    if type_slot_hit(type_slot(_plain_dlpack_types, tp), tp):
-        # Never numpy.ndarray (not cached): host_only is False.
-        if copy is None and device is None and stream is None:
-            return _import_plain_dlpack(self, obj, <type>tp)
-        return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only, stream,
-                                      False)
-    if not dlpack_only and type_slot_hit(type_slot(_instance_probe_types, tp), tp):
-        return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream)
+    cdef TypeSlot* slot = type_slot(_import_routes, tp)
+    # The cache hits and the full chain are separate functions: this one holds
+    # no object locals, so a hit pays no prologue/epilogue for theirs.
+    if type_slot_hit(slot, tp):
+        if slot.value == _ROUTE_PLAIN_DLPACK:
+            # Never numpy.ndarray (not cached): host_only is False.
+            if copy is None and device is None and stream is None:
+                return _import_plain_dlpack(self, obj, <type>tp)
+            return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only,
+                                          stream, False)
+        if slot.value == _ROUTE_ARROW_FIRST:
+            return _import_arrow_first(self, obj, copy, device)
+        if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
+            return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream)
     return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
+
+
+cdef int _import_arrow_first(DLPackArray self, object obj, object copy,
+                             object device) except -1:
+    """Arrow data is read as Arrow defines it, not as its __dlpack__ does."""
+    cdef bint copied = False
+    self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+    return _finish_import(self, copy, device, copied)
 
 
 cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy, object device,
@@ -590,7 +608,7 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     cdef const DLPackExchangeAPI* api
     cdef bint copied = False
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef bint host_only
+    cdef bint host_only, cacheable
     if t is DLPackArray or (_may_subclass(t) and isinstance(obj, DLPackArray)):
         return _import_copy_of(self, <DLPackArray>obj, copy, device)
     if PyCapsule_CheckExact(obj):
@@ -614,13 +632,14 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
             self.owner = owner
             return _finish_capsule_import(self, owner, copy, device, copied)
     if type_has(t, "__dlpack__"):
-        if arrow_path_first(t):
-            # Arrow data is read as Arrow defines it, not as its __dlpack__ does.
-            self.owner = view_from_arrow(obj, &self._view, &copied, copy)
-            return _finish_import(self, copy, device, copied)
         host_only = <object>t is _ndarray_type()
-        if api == NULL and not _may_subclass(t) and not host_only:
-            type_slot_store(type_slot(_plain_dlpack_types, tp), tp, 1)
+        cacheable = api == NULL and not _may_subclass(t) and not host_only
+        if arrow_path_first(t):
+            if cacheable:
+                type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_ARROW_FIRST)
+            return _import_arrow_first(self, obj, copy, device)
+        if cacheable:
+            type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_PLAIN_DLPACK)
         return _import_by_dlpack_call(self, obj, t, copy, device, dlpack_only, stream,
                                       host_only)
     if dlpack_only:
@@ -633,7 +652,7 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     # (Exact ndarray, capsule, buffer-only and DLPackArray types returned
     # above; a type that may subclass DLPackArray could be one.)
     if api == NULL and not _may_subclass(t):
-        type_slot_store(type_slot(_instance_probe_types, tp), tp, 1)
+        type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_INSTANCE_PROBES)
     return _import_by_instance_probes(self, obj, t, copy, device, stream)
 
 
