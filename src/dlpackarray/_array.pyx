@@ -1479,8 +1479,17 @@ if _generated_constructor != NULL:
 # leaves zero and nothing writes again are cleared: the state (kUninitialised)
 # and the weak-reference list.  Subclasses (heap types) keep CPython's own
 # allocator: tp_alloc and tp_free are not inherited by them.
-cdef enum:
-    _RECYCLED_MAX = 16
+cdef extern from *:
+    """
+    /* A free-threaded build has no GIL to guard the recycled list: it keeps
+       none (as Cython's own freelists do there). */
+    #if defined(Py_GIL_DISABLED)
+    #define DLA_RECYCLED_MAX 0
+    #else
+    #define DLA_RECYCLED_MAX 16
+    #endif
+    """
+    const int _RECYCLED_MAX "DLA_RECYCLED_MAX"
 
 cdef extern from "Python.h":
     ctypedef PyObject* (*_AllocFunc)(PyTypeObject* t, Py_ssize_t n) noexcept
@@ -1511,7 +1520,7 @@ cdef extern from *:
     """
     void _revive "dla_revive"(PyObject* o, PyTypeObject* t) noexcept
 
-cdef PyObject* _recycled[_RECYCLED_MAX]
+cdef PyObject* _recycled[16]  # DLA_RECYCLED_MAX or fewer in use
 cdef int _recycled_count = 0
 
 
