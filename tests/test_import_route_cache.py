@@ -57,6 +57,26 @@ def _del(name):
     return step
 
 
+def fresh(ns, base_ns):
+    """An object of a class built afresh from ``ns`` on a base from ``base_ns``:
+    never seen before, so never cached."""
+    return type("Src", (type("Base", (), dict(base_ns)),), dict(ns))()
+
+
+def walk(cls, ns, base_ns, steps):
+    """Applies each step to ``cls`` (cached) and ``ns``, and checks that each
+    import of ``cls()`` gives what an uncached class's does; returns the
+    outcomes, one per step."""
+    seen = []
+    for label, step in steps:
+        step(cls, ns)
+        for _ in range(3):  # the first fills the cache, the others hit it
+            got = outcome(cls())
+            assert got == outcome(fresh(ns, base_ns)), label
+        seen.append(got)
+    return seen
+
+
 def test_every_class_change_reroutes_the_next_import():
     p = Producer(np.arange(3.0))
     provider = CallbackProvider(lambda obj: p.address)
@@ -77,14 +97,7 @@ def test_every_class_change_reroutes_the_next_import():
         ("__dlpack__ removed", _del("__dlpack__")),
         ("__dlpack__ added back", _set("__dlpack__", dlpack_of(B))),
     ]
-    seen = []
-    for label, step in steps:
-        step(Src, ns)
-        for _ in range(3):  # the first fills the cache, the others hit it
-            got = outcome(Src())
-            want = outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
-            assert got == want, label
-        seen.append(got)
+    seen = walk(Src, ns, base_ns, steps)
     # The steps lead through different routes (else the test proves nothing).
     assert seen[0] == (A.ctypes.data, (1,))
     assert seen[1] == (B.ctypes.data, (2,))
@@ -95,7 +108,7 @@ def test_every_class_change_reroutes_the_next_import():
     Base.__dlpack_c_exchange_api__ = provider.capsule
     base_ns["__dlpack_c_exchange_api__"] = provider.capsule
     got = outcome(Src())
-    assert got == outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
+    assert got == outcome(fresh(ns, base_ns))
     assert got[1] == (3,)
     gc.collect()
     assert p.deleter_calls == provider.calls
@@ -177,14 +190,7 @@ def test_instance_probe_route_is_rerouted_by_every_class_change():
         ("array interface removed", _del("__array_interface__")),
         ("Arrow methods removed", _del("__arrow_c_array__")),
     ]
-    seen = []
-    for label, step in steps:
-        step(Src, ns)
-        for _ in range(3):  # the first fills the cache, the others hit it
-            got = outcome(Src())
-            want = outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
-            assert got == want, label
-        seen.append(got)
+    seen = walk(Src, ns, base_ns, steps)
     assert seen[0][1] == (5,)
     assert seen[1] == (B.ctypes.data, (2,))
     assert seen[3][1] == (3,)
@@ -195,7 +201,7 @@ def test_instance_probe_route_is_rerouted_by_every_class_change():
     outcome(Src())
     Base.__dlpack__ = base_ns["__dlpack__"] = dlpack_of(A)
     got = outcome(Src())
-    assert got == outcome(type("Src", (type("Base", (), dict(base_ns)),), dict(ns))())
+    assert got == outcome(fresh(ns, base_ns))
     assert got == (A.ctypes.data, (1,))
     gc.collect()
     assert p.deleter_calls == provider.calls
