@@ -45,7 +45,19 @@ class Reader {
     uint8_t sel = take<uint8_t>();
     if (sel < 200) return static_cast<int64_t>(sel % 9) - 2;
     if (sel < 230) return take<int8_t>();
+    if (sel < 243) return edge(take<uint8_t>());
     return take<int64_t>();
+  }
+  // The values where int64 arithmetic breaks (negating INT64_MIN, doubling
+  // 2**62), which 8 random bytes almost never hit.
+  static int64_t edge(uint8_t k) {
+    static constexpr int64_t kEdges[] = {
+        INT64_MIN,         INT64_MIN + 1,       INT64_MAX,          INT64_MAX - 1,
+        int64_t(1) << 62,  -(int64_t(1) << 62), int64_t(1) << 61,   -(int64_t(1) << 61),
+        int64_t(1) << 32,  -(int64_t(1) << 32), (int64_t(1) << 31), -(int64_t(1) << 31),
+        INT64_MAX / 2 + 1, INT64_MIN / 2 - 1,   INT64_MAX / 3 + 1,  INT64_MIN / 3 - 1,
+    };
+    return kEdges[k % (sizeof(kEdges) / sizeof(kEdges[0]))];
   }
   std::string text(size_t max) {
     size_t k = take<uint8_t>() % (max + 1);
@@ -158,6 +170,9 @@ void fuzz_dltensor(Reader& r) {
   uint8_t which = r.take<uint8_t>();
   dla::DLTensor t{};
   t.data = base + r.take<uint8_t>() % (len + 1);
+  // Any address at all: validate() must judge wrap-around without touching
+  // it (validate_within() below then refuses it).
+  if (which & 32) t.data = reinterpret_cast<void*>(r.take<uintptr_t>());
   t.device = {dla::kDLCPU, 0};
   t.ndim = ndim;
   t.dtype = {r.take<uint8_t>(), r.take<uint8_t>(), r.take<uint16_t>()};

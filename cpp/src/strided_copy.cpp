@@ -162,6 +162,8 @@ Kernel choose_kernel(const Loops& l, int64_t itemsize) {
   // is where the source is (nearly) dense: walking it as the rows of a tiled
   // plane against the innermost loop turns a gather that touches a new
   // cache line per item into a blocked transpose.
+  // validate() keeps each used byte stride within the span hi - lo, which
+  // fits int64, so none is INT64_MIN and llabs is defined.
   int32_t best = -1;
   for (int32_t i = 0; i < k.last; ++i) {
     if (best < 0 || std::llabs(l.src[i]) < std::llabs(l.src[best])) best = i;

@@ -45,6 +45,10 @@ bool has_zero_extent(const TensorView& v) {
   return false;
 }
 
+// How many bytes below data + byte_offset the view reaches: -lo, negated in
+// unsigned arithmetic (an int64 negation of INT64_MIN is undefined).
+inline uintptr_t below(const Extent& e) { return uintptr_t(0) - uintptr_t(e.lo); }
+
 // Extent::nbytes: size * itemsize, or -1 when it overflows int64.
 int64_t dense_nbytes(int64_t size, int64_t itemsize) {
   int64_t n;
@@ -137,13 +141,16 @@ Extent validate(const TensorView& v) {
   }
   e.lo = lo;
   e.hi = add_checked(hi, itemsize, "array extent");
+  // Callers size spans and copies with hi - lo and negate lo: both must be
+  // int64 values.  hi >= 1, so this also keeps lo above INT64_MIN.
+  int64_t span;
+  if (__builtin_sub_overflow(e.hi, e.lo, &span)) fail_overflow("array extent");
   if (v.data == nullptr) {
     fail(ErrorKind::Value,
          "data pointer is NULL but the array has " + std::to_string(size) + " element(s)");
   }
   const auto first = uintptr_t(v.data) + v.byte_offset;
-  if (first < uintptr_t(v.data) || (e.lo < 0 && uintptr_t(-e.lo) > first) ||
-      uintptr_t(e.hi) > UINTPTR_MAX - first) {
+  if (first < uintptr_t(v.data) || below(e) > first || uintptr_t(e.hi) > UINTPTR_MAX - first) {
     fail(ErrorKind::Overflow, "array extent wraps around the address space");
   }
   return e;
@@ -154,7 +161,7 @@ Extent validate_within(const TensorView& v, const void* base, int64_t length) {
   if (e.size == 0) return e;
   const auto b = uintptr_t(base);
   const auto first = uintptr_t(v.data) + v.byte_offset;
-  const auto lo = first - uintptr_t(-e.lo);
+  const auto lo = first - below(e);
   const auto hi = first + uintptr_t(e.hi);
   if (length < 0 || lo < b || hi > b + uint64_t(length)) {
     fail(ErrorKind::Value, "shape/strides/offset reach bytes [" + std::to_string(int64_t(lo - b)) +

@@ -59,6 +59,8 @@ class TensorView {
 struct Extent {
   // Byte offsets, relative to data + byte_offset, of the lowest byte touched
   // and one past the highest byte touched.  Both 0 for size-0 views.
+  // validate() guarantees lo <= 0 < hi for non-empty views and that hi - lo
+  // (the bytes spanned) fits int64, so -lo and hi - lo never overflow.
   int64_t lo = 0;
   int64_t hi = 0;
   int64_t size = 0;  // number of elements
