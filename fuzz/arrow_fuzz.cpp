@@ -61,9 +61,10 @@ class Reader {
     if (sel < 200) return static_cast<int64_t>(sel % 5) - 2;
     if (sel < 230) return take<uint8_t>();
     static constexpr int64_t kEdges[] = {
-        INT64_MAX,         INT64_MIN,        INT64_MAX - 1, INT64_MAX / 2,
-        INT64_MAX / 8 + 1, int64_t(1) << 62, INT32_MAX,     int64_t(INT32_MAX) + 1};
-    if (sel < 245) return kEdges[take<uint8_t>() % 8];
+        INT64_MAX,         INT64_MIN,        INT64_MAX - 1,       INT64_MAX / 2,
+        INT64_MAX / 8 + 1, int64_t(1) << 62, INT32_MAX,           int64_t(INT32_MAX) + 1,
+        INT64_MIN + 1,     INT64_MIN / 2,    -(int64_t(1) << 62), int64_t(1) << 32};
+    if (sel < 245) return kEdges[take<uint8_t>() % (sizeof(kEdges) / sizeof(kEdges[0]))];
     return take<int64_t>();
   }
   std::string bytes(size_t max) {

@@ -211,14 +211,33 @@ bool run_holding_gil(Release&& release) {
   release_taking_gil(owner, block);
 }
 
-void versioned_owner_deleter(DLManagedTensorVersioned* self) {
+// The two managed-tensor structs share every capsule rule; only their
+// capsule names differ.
+template <class Tensor>
+struct CapsuleNames;
+template <>
+struct CapsuleNames<DLManagedTensorVersioned> {
+  static constexpr const char* unused = kCapsuleVersioned;
+  static constexpr const char* used = kCapsuleVersionedUsed;
+};
+template <>
+struct CapsuleNames<DLManagedTensor> {
+  static constexpr const char* unused = kCapsuleLegacy;
+  static constexpr const char* used = kCapsuleLegacyUsed;
+};
+
+// The deleter of the tensors we export: the owner reference and the block.
+template <class Tensor>
+void owner_deleter(Tensor* self) {
   if (self == nullptr) return;
   release_owner_and_block(static_cast<PyObject*>(self->manager_ctx), self);
 }
 
-void legacy_owner_deleter(DLManagedTensor* self) {
-  if (self == nullptr) return;
-  release_owner_and_block(static_cast<PyObject*>(self->manager_ctx), self);
+// A foreign deleter may run Python code: the caller's error is set aside.
+template <class Tensor>
+void call_deleter(Tensor* m) {
+  if (m == nullptr || m->deleter == nullptr) return;
+  with_error_set_aside([m] { m->deleter(m); });
 }
 
 // True while `capsule` still carries the unused name `expected`.  Our own
@@ -237,11 +256,12 @@ bool still_unused(PyObject* capsule, const char* expected) {
 // to used_* owns the tensor and calls the deleter itself.  The managed tensor
 // is also stored as the capsule's context, so this hot path (every export
 // whose capsule is dropped or consumed) does no name validation twice.
-void versioned_capsule_destructor(PyObject* capsule) {
-  if (!still_unused(capsule, kCapsuleVersioned)) return;
-  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetContext(capsule));
+template <class Tensor>
+void unused_capsule_destructor(PyObject* capsule) {
+  if (!still_unused(capsule, CapsuleNames<Tensor>::unused)) return;
+  auto* m = static_cast<Tensor*>(PyCapsule_GetContext(capsule));
   if (m == nullptr || m->deleter == nullptr) return;
-  if (m->deleter == versioned_owner_deleter) {
+  if (m->deleter == owner_deleter<Tensor>) {
     // Ours, and a capsule destructor runs with the GIL held: drop the owner
     // directly instead of going through the any-thread release path.
     release_holding_gil(static_cast<PyObject*>(m->manager_ctx), m);
@@ -250,41 +270,75 @@ void versioned_capsule_destructor(PyObject* capsule) {
   with_error_set_aside([m] { m->deleter(m); });
 }
 
-void legacy_capsule_destructor(PyObject* capsule) {
-  if (!still_unused(capsule, kCapsuleLegacy)) return;
-  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetContext(capsule));
-  if (m == nullptr || m->deleter == nullptr) return;
-  if (m->deleter == legacy_owner_deleter) {
-    release_holding_gil(static_cast<PyObject*>(m->manager_ctx), m);
-    return;
-  }
-  with_error_set_aside([m] { m->deleter(m); });
-}
-
-// Destructors of capsules a consumer adopted: the name says "used", and the
+// Destructor of a capsule a consumer adopted: the name says "used", and the
 // tensor is ours to delete (a failed GetPointer's error is dropped with the
 // rest).
 template <class Tensor>
-void delete_consumed(PyObject* capsule, const char* name) {
-  with_error_set_aside([capsule, name] {
-    auto* m = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, name));
+void consumed_capsule_destructor(PyObject* capsule) {
+  with_error_set_aside([capsule] {
+    auto* m = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, CapsuleNames<Tensor>::used));
     if (m != nullptr && m->deleter != nullptr) m->deleter(m);
   });
 }
 
-void consumed_versioned_destructor(PyObject* capsule) {
-  delete_consumed<DLManagedTensorVersioned>(capsule, kCapsuleVersionedUsed);
+// The consumer's reading of a managed tensor it took over (the legacy struct
+// has no flags, so nothing is ever marked copied).
+void read_managed(const DLManagedTensorVersioned& m, TensorView* out, bool* copied) {
+  view_from_managed(m, out, copied);
+}
+void read_managed(const DLManagedTensor& m, TensorView* out, bool*) { view_from_managed(m, out); }
+
+// Renaming first transfers ownership: the producer's destructor no longer
+// calls the deleter, so on refusal it runs here, once, and never later.
+template <class Tensor>
+void take_over(PyObject* capsule, const char* name, TensorView* out, bool* copied) {
+  auto* m = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, name));
+  PyCapsule_SetName(capsule, CapsuleNames<Tensor>::used);
+  try {
+    read_managed(*m, out, copied);
+  } catch (...) {
+    call_deleter(m);
+    throw;
+  }
+  PyCapsule_SetDestructor(capsule, consumed_capsule_destructor<Tensor>);
 }
 
-void consumed_legacy_destructor(PyObject* capsule) {
-  delete_consumed<DLManagedTensor>(capsule, kCapsuleLegacyUsed);
+template <class Tensor>
+PyObject* adopt_managed(Tensor* m, const char* what) noexcept {
+  if (m == nullptr) {
+    PyErr_Format(PyExc_ValueError, "NULL %s pointer", what);
+    return nullptr;
+  }
+  PyObject* capsule =
+      PyCapsule_New(m, CapsuleNames<Tensor>::used, consumed_capsule_destructor<Tensor>);
+  if (capsule == nullptr) call_deleter(m);
+  return capsule;
+}
+
+// The capsule of a tensor we just built; on failure the tensor is freed once
+// and nothing else is.
+template <class Tensor>
+PyObject* capsule_for_export(Tensor* m) {
+  PyObject* capsule =
+      PyCapsule_New(m, CapsuleNames<Tensor>::unused, unused_capsule_destructor<Tensor>);
+  if (capsule == nullptr || PyCapsule_SetContext(capsule, m) != 0) {
+    if (capsule != nullptr) {
+      // Destroy without the destructor reaching the tensor, then free it once.
+      PyCapsule_SetName(capsule, CapsuleNames<Tensor>::used);
+      Py_DECREF(capsule);
+    }
+    owner_deleter(m);
+    return nullptr;
+  }
+  return capsule;
 }
 
 }  // namespace
 
 int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept {
-  return PyCapsule_SetDestructor(
-      capsule, versioned ? consumed_versioned_destructor : consumed_legacy_destructor);
+  return PyCapsule_SetDestructor(capsule,
+                                 versioned ? consumed_capsule_destructor<DLManagedTensorVersioned>
+                                           : consumed_capsule_destructor<DLManagedTensor>);
 }
 
 bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied) {
@@ -295,58 +349,29 @@ bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied) {
   const char* name = PyCapsule_GetName(capsule);
   if (name == nullptr) return false;
   if (std::strcmp(name, kCapsuleVersioned) == 0) {
-    auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, name));
-    // Renaming first transfers ownership: the producer's destructor no longer
-    // calls the deleter, so on refusal it runs here, once, and never later.
-    PyCapsule_SetName(capsule, kCapsuleVersionedUsed);
-    try {
-      view_from_managed(*m, out, copied);
-    } catch (...) {
-      call_versioned_deleter(m);
-      throw;
-    }
-    PyCapsule_SetDestructor(capsule, consumed_versioned_destructor);
+    take_over<DLManagedTensorVersioned>(capsule, name, out, copied);
     return true;
   }
   if (std::strcmp(name, kCapsuleLegacy) == 0) {
-    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, name));
-    PyCapsule_SetName(capsule, kCapsuleLegacyUsed);
-    try {
-      view_from_managed(*m, out);
-    } catch (...) {
-      call_legacy_deleter(m);
-      throw;
-    }
-    PyCapsule_SetDestructor(capsule, consumed_legacy_destructor);
+    take_over<DLManagedTensor>(capsule, name, out, copied);
     return true;
   }
   return false;
 }
 
 PyObject* adopt_managed_versioned(DLManagedTensorVersioned* m) noexcept {
-  if (m == nullptr) {
-    PyErr_SetString(PyExc_ValueError, "NULL DLManagedTensorVersioned pointer");
-    return nullptr;
-  }
-  PyObject* capsule = PyCapsule_New(m, kCapsuleVersionedUsed, consumed_versioned_destructor);
-  if (capsule == nullptr) call_versioned_deleter(m);
-  return capsule;
+  return adopt_managed(m, "DLManagedTensorVersioned");
 }
 
 PyObject* adopt_managed_legacy(DLManagedTensor* m) noexcept {
-  if (m == nullptr) {
-    PyErr_SetString(PyExc_ValueError, "NULL DLManagedTensor pointer");
-    return nullptr;
-  }
-  PyObject* capsule = PyCapsule_New(m, kCapsuleLegacyUsed, consumed_legacy_destructor);
-  if (capsule == nullptr) call_legacy_deleter(m);
-  return capsule;
+  return adopt_managed(m, "DLManagedTensor");
 }
 
 void release_adopted_capsule(PyObject* capsule) {
   with_error_set_aside([capsule] {
     PyCapsule_Destructor d = PyCapsule_GetDestructor(capsule);
-    if (d == consumed_versioned_destructor || d == consumed_legacy_destructor) {
+    if (d == consumed_capsule_destructor<DLManagedTensorVersioned> ||
+        d == consumed_capsule_destructor<DLManagedTensor>) {
       PyCapsule_SetDestructor(capsule, nullptr);
       d(capsule);
     }
@@ -409,55 +434,29 @@ void release_reference(PyObject* obj) {
   run_holding_gil([&] { Py_DECREF(obj); });  // leaks when no interpreter can take it
 }
 
-void call_versioned_deleter(DLManagedTensorVersioned* m) {
-  if (m == nullptr || m->deleter == nullptr) return;
-  with_error_set_aside([m] { m->deleter(m); });
-}
+void call_versioned_deleter(DLManagedTensorVersioned* m) { call_deleter(m); }
 
-void call_legacy_deleter(DLManagedTensor* m) {
-  if (m == nullptr || m->deleter == nullptr) return;
-  with_error_set_aside([m] { m->deleter(m); });
-}
+void call_legacy_deleter(DLManagedTensor* m) { call_deleter(m); }
 
 DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                 PyObject* owner) {
   void* block = take_block(versioned_block_size(v.ndim));
   if (block == nullptr) return nullptr;
   Py_XINCREF(owner);
-  return init_versioned(block, v, flags, owner, versioned_owner_deleter);
+  return init_versioned(block, v, flags, owner, owner_deleter<DLManagedTensorVersioned>);
 }
 
 PyObject* new_versioned_capsule(const TensorView& v, uint64_t flags, PyObject* owner) {
   DLManagedTensorVersioned* m = new_versioned_managed(v, flags, owner);
   if (m == nullptr) return nullptr;
-  PyObject* capsule = PyCapsule_New(m, kCapsuleVersioned, versioned_capsule_destructor);
-  if (capsule == nullptr || PyCapsule_SetContext(capsule, m) != 0) {
-    if (capsule != nullptr) {
-      // Destroy without the destructor reaching the tensor, then free it once.
-      PyCapsule_SetName(capsule, kCapsuleVersionedUsed);
-      Py_DECREF(capsule);
-    }
-    versioned_owner_deleter(m);
-    return nullptr;
-  }
-  return capsule;
+  return capsule_for_export(m);
 }
 
 PyObject* new_legacy_capsule(const TensorView& v, PyObject* owner) {
   void* block = take_block(legacy_block_size(v.ndim));
   if (block == nullptr) return nullptr;
   Py_XINCREF(owner);
-  DLManagedTensor* m = init_legacy(block, v, owner, legacy_owner_deleter);
-  PyObject* capsule = PyCapsule_New(m, kCapsuleLegacy, legacy_capsule_destructor);
-  if (capsule == nullptr || PyCapsule_SetContext(capsule, m) != 0) {
-    if (capsule != nullptr) {
-      PyCapsule_SetName(capsule, kCapsuleLegacyUsed);
-      Py_DECREF(capsule);
-    }
-    legacy_owner_deleter(m);
-    return nullptr;
-  }
-  return capsule;
+  return capsule_for_export(init_legacy(block, v, owner, owner_deleter<DLManagedTensor>));
 }
 
 }  // namespace dla::py

@@ -50,6 +50,7 @@ from dlpackarray._internal cimport (
 from dlpackarray._type_cache cimport (
     DLA_CACHE_TYPES, TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
+from dlpackarray._type_slots cimport Vectorcall, VectorcallType
 from dlpackarray._instance_dict cimport (
     DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
     dla_shared_key_count, dla_shared_keys_lack,
@@ -292,7 +293,6 @@ cdef inline int _initialise(DLPackArray self, object obj, object copy, object de
                             object stream) except -1:
     """The body of ``DLPackArray.__init__`` (and of the constructor's fast path;
     inline into both)."""
-    cdef int checked
     if self._state != kUninitialised:
         # Exports of a ready array point into its descriptor; a failed or
         # running initialisation is not restartable either (a source's
@@ -304,6 +304,15 @@ cdef inline int _initialise(DLPackArray self, object obj, object copy, object de
                         "first initialisation " + ("is still running)"
                                                    if self._state == kInitialising
                                                    else "failed)"))
+    return _fill(self, obj, copy, device, False, stream)
+
+
+cdef inline int _fill(DLPackArray self, object obj, object copy, object device,
+                      bint dlpack_only, object stream) except -1:
+    """Imports ``obj`` into ``self``, an array never initialised: it ends
+    ready, or failed for good (every constructor: __init__, its fast path,
+    from_dlpack, new_from_object)."""
+    cdef int checked
     # Every method refuses from here until kReady, so code of the source's
     # that runs during the import (properties, __index__, __array__,
     # __dlpack__, __del__) can neither read, export nor re-initialise the
@@ -312,7 +321,7 @@ cdef inline int _initialise(DLPackArray self, object obj, object copy, object de
     # try/finally, not except: Cython saves the thread's exception state
     # on entering every try/except (~35 instructions per import).
     try:
-        checked = _import_into(self, obj, copy, device, False, stream)
+        checked = _import_into(self, obj, copy, device, dlpack_only, stream)
         if stream is not None:
             adopt_consumer_stream(&self._view, stream, device is not None or checked)
         self._state = kReady
@@ -1410,21 +1419,14 @@ def from_dlpack(x, /, *, device=None, copy=None, stream=None):
         If ``x`` is Arrow data with nulls (the message counts them).
     """
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
-    cdef int checked
-    a._state = kInitialising
-    checked = _import_into(a, x, copy, device, True, stream)
-    if stream is not None:
-        adopt_consumer_stream(&a._view, stream, device is not None or checked)
-    a._state = kReady
+    _fill(a, x, copy, device, True, stream)
     return a
 
 
 cdef DLPackArray new_from_object(object obj, object copy, object device):
     """``DLPackArray(obj, copy=copy, device=device)`` without the Python call."""
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
-    a._state = kInitialising
-    _import_into(a, obj, copy, device, False, None)
-    a._state = kReady
+    _fill(a, obj, copy, device, False, None)
     return a
 
 
@@ -1435,17 +1437,12 @@ cdef DLPackArray new_from_object(object obj, object copy, object device):
 # instructions); this one goes straight to _initialise.  Everything else
 # (keywords, other argument counts, subclasses, which get type.__call__
 # anyway) takes the generated one, with its errors.
-ctypedef PyObject* (*_Vectorcall)(PyObject* callable, PyObject* const* args, size_t nargsf,
-                                  PyObject* kwnames) noexcept
-
 cdef extern from "Python.h":
-    ctypedef struct _VectorcallType "PyTypeObject":
-        _Vectorcall tp_vectorcall
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
     void PyType_Modified(PyTypeObject* t)
 
 
-cdef _Vectorcall _generated_constructor = (<_VectorcallType*>DLPackArray).tp_vectorcall
+cdef Vectorcall _generated_constructor = (<VectorcallType*>DLPackArray).tp_vectorcall
 
 
 cdef PyObject* _construct(PyObject* t, PyObject* const* args, size_t nargsf,
@@ -1464,7 +1461,7 @@ cdef PyObject* _construct_from(object obj) except NULL:
 
 if _generated_constructor != NULL:
     # (Through void*: the slot's type cannot say "NULL means an exception".)
-    (<_VectorcallType*>DLPackArray).tp_vectorcall = <_Vectorcall><void*>_construct
+    (<VectorcallType*>DLPackArray).tp_vectorcall = <Vectorcall><void*>_construct
     PyType_Modified(<PyTypeObject*>DLPackArray)
 
 

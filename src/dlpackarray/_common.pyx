@@ -15,6 +15,8 @@ from dlpackarray.core cimport (
 from dlpackarray._internal cimport (
     copy_device_to_host_into, is_cuda_device, synchronize_for_host_read,
 )
+from dlpackarray._type_slots cimport VectorcallType
+
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
 
 # Every module that exports imports this one, so the shutdown gate is set up
@@ -94,17 +96,12 @@ cdef object _dtype_new(type cls, PyObject* args, PyObject* kwargs):
     return dtype_object(parse_dtype(positional[0] if positional else named["name"]))
 
 
-cdef extern from "Python.h":
-    ctypedef struct _VectorcallType "PyTypeObject":
-        void* tp_vectorcall
-
-
 cdef tuple _NO_ARGS = ()
 cdef newfunc _dtype_alloc = (<PyTypeObject*>DType).tp_new
 (<PyTypeObject*>DType).tp_new = <newfunc>_dtype_new
 # Cython gives final classes a vectorcall constructor that allocates without
 # tp_new; without it DType(...) goes through type.__call__ and _dtype_new.
-(<_VectorcallType*>DType).tp_vectorcall = NULL
+(<VectorcallType*>DType).tp_vectorcall = NULL
 PyType_Modified(DType)
 
 
