@@ -1485,8 +1485,10 @@ cdef extern from *:
     #else
     #define DLA_RECYCLED_MAX 16
     #endif
+    static PyObject* dla_recycled[DLA_RECYCLED_MAX > 0 ? DLA_RECYCLED_MAX : 1];
     """
     const int _RECYCLED_MAX "DLA_RECYCLED_MAX"
+    PyObject** _recycled "dla_recycled"  # _RECYCLED_MAX slots
 
 cdef extern from "Python.h":
     ctypedef PyObject* (*_AllocFunc)(PyTypeObject* t, Py_ssize_t n) noexcept
@@ -1517,7 +1519,6 @@ cdef extern from *:
     """
     void _revive "dla_revive"(PyObject* o, PyTypeObject* t) noexcept
 
-cdef PyObject* _recycled[16]  # DLA_RECYCLED_MAX or fewer in use
 cdef int _recycled_count = 0
 
 
