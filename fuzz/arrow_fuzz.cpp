@@ -1,5 +1,6 @@
 // libFuzzer harness over the Arrow import of the C++ core: arrow_parse_schema
-// (and its memo against the uncached parse), arrow_bind_array,
+// (its plain-column path and its memo against the uncached parse),
+// arrow_bind_array,
 // arrow_materialize and arrow_concat on ArrowSchema and ArrowArray trees
 // built from the fuzz input.  Formats come from a small
 // dictionary or raw bytes (any byte, UTF-8 or not), NULL sometimes; names
@@ -206,7 +207,11 @@ ArrowSchema* schema(Arena& A, Reader& r, int depth, int levels) {
   const uint8_t which = r.take<uint8_t>();
   s->format = (which & 1) && r.take<uint8_t>() < 8 ? nullptr : A.text(format(r, list));
   const uint8_t name = r.take<uint8_t>() % 4;
-  s->name = name == 0 ? nullptr : name == 3 ? A.text(r.bytes(8)) : A.text("x");
+  // NULL and "" (pyarrow's arrays) take the plain-column path where it applies.
+  s->name = name == 0   ? nullptr
+            : name == 1 ? A.text("")
+            : name == 3 ? A.text(r.bytes(8))
+                        : A.text("x");
   s->metadata = metadata(A, r);
   s->flags = 2;
   std::vector<ArrowSchema*> kids;
@@ -335,9 +340,10 @@ std::string parse_outcome(const ArrowSchema& s, bool memo, dla::ArrowTypeInfo* i
 
 void import(Arena& A, const ArrowSchema& s, const ArrowArray& a) {
   dla::ArrowTypeInfo info;
-  // The memo (cpp/src/arrow_schema_memo.cpp) never changes an outcome: the
-  // uncached parse, a first memo call (a hit when the previous input left
-  // an equal fingerprint) and a second one (a hit after any success) agree.
+  // The plain-column path and the memo (cpp/src/arrow_schema_memo.cpp) never
+  // change an outcome: the uncached parse, a first call (a memo hit when the
+  // previous input left an equal fingerprint) and a second one (a hit after
+  // any success) agree.
   dla::ArrowTypeInfo plain, again;
   const std::string expected = parse_outcome(s, false, &plain);
   if (parse_outcome(s, true, &info) != expected || parse_outcome(s, true, &again) != expected) {

@@ -355,6 +355,26 @@ void parse_tensor(const ArrowSchema& s, ArrowTypeInfo* out) {
 
 }  // namespace
 
+bool arrow_parse_plain_column(const ArrowSchema& s, ArrowTypeInfo* out) {
+  // Of check_schema_node's checks, a one-character format is valid UTF-8 and
+  // an empty or missing name has nothing to check; no metadata means no
+  // extension; no children means no list to walk.  Anything else (a name,
+  // "z", "u", a released node) takes the whole parse, with its errors.
+  if (s.n_children != 0 || s.metadata != nullptr || s.dictionary != nullptr ||
+      s.release == nullptr || s.format == nullptr || s.format[0] == '\0' || s.format[1] != '\0' ||
+      (s.name != nullptr && s.name[0] != '\0')) {
+    return false;
+  }
+  const bool bit_packed = s.format[0] == 'b';
+  DLDataType dtype{kDLBool, 8, 1};
+  if (!bit_packed && !dtype_from_arrow_format(s.format, &dtype)) return false;
+  out->dtype = dtype;
+  out->bit_packed = bit_packed;
+  out->bool8 = out->tensor = false;
+  out->n_sizes = out->cell_ndim = 0;
+  return true;
+}
+
 void arrow_parse_schema_uncached(const ArrowSchema& s, ArrowTypeInfo* out) {
   out->dtype = DLDataType{kDLUInt, 8, 1};
   out->bit_packed = out->bool8 = out->tensor = false;

@@ -51,6 +51,9 @@ from dlpackarray._type_cache cimport (
     DLA_CACHE_TYPES, TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
 from dlpackarray._type_slots cimport Vectorcall, VectorcallType
+from dlpackarray._recycler cimport (
+    AllocType, PyType_GenericAlloc, Recycler, recycler_pop, recycler_push,
+)
 from dlpackarray._instance_dict cimport (
     DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
     dla_shared_key_count, dla_shared_keys_lack,
@@ -605,7 +608,9 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
 
 cdef int _import_arrow_first(DLPackArray self, object obj, object copy,
                              object device) except -1:
-    """Arrow data is read as Arrow defines it, not as its __dlpack__ does."""
+    """Reads ``obj`` through its Arrow PyCapsule interface: Arrow data that
+    also has __dlpack__ (read as Arrow defines it, not as its __dlpack__
+    does), or an object with nothing before Arrow in the precedence."""
     cdef bint copied = False
     self.owner = view_from_arrow(obj, &self._view, &copied, copy)
     return _finish_import(self, copy, device, copied)
@@ -670,9 +675,22 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, type t, object
     """The rest of _import_by_precedence once the type-level checks found no
     DLPackArray, capsule, buffer-only type, exchange table or ``__dlpack__``
     (same return value)."""
-    cdef bint copied = False
     # Instance lookups, as NumPy does: exporters may set these per object.
     source = _interface_source(obj, t)
+    # Where neither the object nor its type can hold an array interface,
+    # every probe below answers None and the Arrow protocol comes next: an
+    # Arrow-only producer goes there without the probes' locals (~30
+    # instructions of references taken and dropped).
+    if source is None and has_arrow_protocol(t):
+        return _import_arrow_first(self, obj, copy, device)
+    return _import_by_interfaces(self, obj, t, source, copy, device, stream)
+
+
+cdef int _import_by_interfaces(DLPackArray self, object obj, type t, object source,
+                               object copy, object device, object stream) except -1:
+    """_import_by_instance_probes's chain, from the array interfaces that
+    ``source`` (_interface_source) may hold (same return value)."""
+    cdef bint copied = False
     # CUDA array interface: after __dlpack__ (which carries the device and
     # stream protocol of its own), before the host-only interfaces.
     cai = _interface_attr(obj, source, _CAI)
@@ -1467,84 +1485,39 @@ if _generated_constructor != NULL:
 
 # -- Allocation ---------------------------------------------------------------
 # Exchanges create and drop one DLPackArray per call, so instances are
-# recycled instead of going back to the allocator.  Cython's freelist zeroes
-# the whole instance on reuse (~50 instructions per array); nearly all of it
-# is written again anyway by tp_new: the TensorView, the stride vector and the
-# buffer layout are constructed (the layout's value-initialisation zeroes
-# it), the object fields set to None, and the inline shape/stride arrays are
-# never read before they are written.  Only the fields a fresh allocation
-# leaves zero and nothing writes again are cleared: the state (kUninitialised)
-# and the weak-reference list.  Subclasses (heap types) keep CPython's own
-# allocator: tp_alloc and tp_free are not inherited by them.
-cdef extern from *:
-    """
-    /* A free-threaded build has no GIL to guard the recycled list: it keeps
-       none (as Cython's own freelists do there). */
-    #if defined(Py_GIL_DISABLED)
-    #define DLA_RECYCLED_MAX 0
-    #else
-    #define DLA_RECYCLED_MAX 16
-    #endif
-    static PyObject* dla_recycled[DLA_RECYCLED_MAX > 0 ? DLA_RECYCLED_MAX : 1];
-    """
-    const int _RECYCLED_MAX "DLA_RECYCLED_MAX"
-    PyObject** _recycled "dla_recycled"  # _RECYCLED_MAX slots
-
+# recycled (_recycler.pxd) instead of going back to the allocator.  Nearly
+# all of a reused instance is written again by tp_new: the TensorView, the
+# stride vector and the buffer layout are constructed (the layout's
+# value-initialisation zeroes it), the object fields set to None, and the
+# inline shape/stride arrays are never read before they are written.  Only
+# the fields a fresh allocation leaves zero and nothing writes again are
+# cleared: the state (kUninitialised) and the weak-reference list.
 cdef extern from "Python.h":
-    ctypedef PyObject* (*_AllocFunc)(PyTypeObject* t, Py_ssize_t n) noexcept
-    ctypedef void (*_FreeFunc)(void* o) noexcept
-    ctypedef struct _AllocType "PyTypeObject":
-        _AllocFunc tp_alloc
-        _FreeFunc tp_free
-        Py_ssize_t tp_weaklistoffset
-    PyObject* PyType_GenericAlloc(PyTypeObject* t, Py_ssize_t n) noexcept
     void PyObject_GC_Del(void* o) noexcept
     void PyObject_GC_Track(void* o) noexcept
     PyTypeObject* _type_of "Py_TYPE"(void* o) noexcept
 
-
-cdef extern from *:
-    """
-    /* PyObject_Init's work for a static type (which takes no reference to
-       its type), without the call; debug and free-threaded builds keep
-       reference counts of their own, so they call it. */
-    static inline void dla_revive(PyObject* o, PyTypeObject* t) {
-    #if defined(Py_REF_DEBUG) || defined(Py_TRACE_REFS) || defined(Py_GIL_DISABLED)
-        (void)PyObject_Init(o, t);
-    #else
-        Py_SET_TYPE(o, t);
-        Py_SET_REFCNT(o, 1);
-    #endif
-    }
-    """
-    void _revive "dla_revive"(PyObject* o, PyTypeObject* t) noexcept
-
-cdef int _recycled_count = 0
+cdef Recycler _recycled
 
 
 cdef PyObject* _allocate(PyTypeObject* t, Py_ssize_t n) noexcept:
-    global _recycled_count
     cdef PyObject* o
-    if _recycled_count == 0 or t != <PyTypeObject*>DLPackArray or n != 0:
+    if t != <PyTypeObject*>DLPackArray or n != 0:
         return PyType_GenericAlloc(t, n)
-    _recycled_count -= 1
-    o = _recycled[_recycled_count]
-    (<PyObject**>(<char*>o + (<_AllocType*>t).tp_weaklistoffset))[0] = NULL
+    o = recycler_pop(&_recycled, t)
+    if o == NULL:
+        return PyType_GenericAlloc(t, n)
+    (<PyObject**>(<char*>o + (<AllocType*>t).tp_weaklistoffset))[0] = NULL
     (<DLPackArray>o)._state = kUninitialised
-    _revive(o, t)
     PyObject_GC_Track(o)  # what PyType_GenericAlloc does for a GC type
     return o
 
 
 cdef void _release(void* o) noexcept:
     # Called by tp_dealloc, the instance already untracked and cleared.
-    global _recycled_count
-    if _recycled_count < _RECYCLED_MAX and _type_of(o) == <PyTypeObject*>DLPackArray:
-        _recycled[_recycled_count] = <PyObject*>o
-        _recycled_count += 1
-    else:
+    if _type_of(o) != <PyTypeObject*>DLPackArray or not recycler_push(&_recycled, <PyObject*>o):
         PyObject_GC_Del(o)
 
 
-(<_AllocType*>DLPackArray).tp_alloc = _allocate
-(<_AllocType*>DLPackArray).tp_free = _release
+(<AllocType*>DLPackArray).tp_alloc = _allocate
+(<AllocType*>DLPackArray).tp_free = _release

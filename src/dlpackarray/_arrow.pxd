@@ -130,7 +130,7 @@ cdef extern from "dlpackarray/python_arrow_shim.hpp" namespace "dla::py":
 # Import: fills `out` from an object speaking the Arrow PyCapsule interface and
 # returns the owner of the memory; `copied` says the data was concatenated or
 # unpacked into a fresh copy.
-cdef bint has_arrow_protocol(type t)
+cdef bint has_arrow_protocol(type t) noexcept
 # Arrow data whose __dlpack__ is not trusted: take the Arrow path first.
 cdef bint arrow_path_first(type t) except -1
 # The Arrow import's ValueError for obj (nulls), if any: for DLPack refusals.

@@ -6,11 +6,11 @@ device variants) inside the spec's PyCapsules; import reads any producer of
 those capsules into a view.  The C++ core (arrow_bridge.hpp) does the layout
 work; this module handles capsules, ownership and the Python-level rules.
 """
-cimport cython
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
 )
-from cpython.object cimport PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
@@ -18,6 +18,9 @@ from libcpp.vector cimport vector
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._internal cimport HeapOwner, device_tuple, takes_max_version, type_has
+from dlpackarray._recycler cimport (
+    AllocFunc, AllocType, FreeFunc, Recycler, recycler_pop, recycler_push,
+)
 from dlpackarray._type_cache cimport (
     TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
@@ -155,9 +158,7 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
 
 # -- import ------------------------------------------------------------------------
 
-# One owner per import: a freelist recycles them without malloc/free (they
-# hold no Python references, so no GC state to reset).
-@cython.freelist(8)
+# One owner per import, recycled (_recycler.pxd) at the end of this module.
 cdef class ArrowArrayOwner:
     """Owns one imported Arrow array (moved out of its capsule or stream);
     releases it when the last view of its memory is gone."""
@@ -194,7 +195,7 @@ cdef class _StreamHolder:
             self.dstream.release(&self.dstream)
 
 
-cdef bint has_arrow_protocol(type t):
+cdef bint has_arrow_protocol(type t) noexcept:
     return _arrow_methods(t) != 0
 
 
@@ -227,12 +228,19 @@ cdef inline int _arrow_methods(type t) noexcept:
     cdef TypeSlot* slot = type_slot(_method_masks, tp)
     if type_slot_hit(slot, tp):
         return <int>slot.value
+    return _arrow_methods_uncached(t, slot)
+
+
+cdef int _arrow_methods_uncached(type t, TypeSlot* slot) noexcept:
+    # Apart from _arrow_methods, which is inlined into every Arrow import:
+    # this loop's object local would give each of them a reference to
+    # initialise and release (~25 instructions) on the cached path too.
     cdef int mask = 0, bit = 1
     for name in _ARROW_METHODS:
         if type_has(t, name):
             mask |= bit
         bit <<= 1
-    type_slot_store(slot, tp, mask)
+    type_slot_store(slot, <PyTypeObject*>t, mask)
     return mask
 
 
@@ -307,14 +315,17 @@ cdef extern from "Python.h":
     void PyErr_Clear() noexcept
 
 
-cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
+cdef void* _capsule_pointer(object capsule, const char* name, str method,
+                            bint device) except NULL:
+    """The pointer of a capsule of that ``name`` from ``method`` (None: the
+    array-pair method, _pair_method(device))."""
     # One call checks the type and the name (PyCapsule_IsValid first did both
     # twice on every import).
     cdef void* p = _capsule_get(capsule, name)
     if p == NULL:
         PyErr_Clear()
-        raise TypeError(f"{method} returned {_describe(capsule)}; expected an "
-                        f"{name.decode()!r} PyCapsule")
+        raise TypeError(f"{method or _pair_method(device)} returned {_describe(capsule)}; "
+                        f"expected an {name.decode()!r} PyCapsule")
     return p
 
 
@@ -357,11 +368,15 @@ cdef int _wait_for_producer(ArrowDeviceArray* held, DLDevice dev) except -1:
     return 0
 
 
-cdef tuple _pair(object result, str method):
-    if type(result) is not tuple or len(<tuple>result) != 2:
-        raise TypeError(f"{method} must return a (schema, array) pair of PyCapsules, got "
-                        f"{_describe(result)}")
-    return <tuple>result
+cdef int _check_pair(object result, bint device) except -1:
+    if type(result) is not tuple or PyTuple_GET_SIZE(result) != 2:
+        raise TypeError(f"{_pair_method(device)} must return a (schema, array) pair of "
+                        f"PyCapsules, got {_describe(result)}")
+    return 0
+
+
+cdef str _pair_method(bint device):
+    return "__arrow_c_device_array__" if device else "__arrow_c_array__"
 
 
 cdef object _from_array_pair(object result, bint device, TensorView* out, bint* copied,
@@ -372,16 +387,18 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     cdef int64_t bit_offset = 0
     cdef vector[ArrowBinding] chunks
     cdef DLDevice dev
-    method = "__arrow_c_device_array__" if device else "__arrow_c_array__"
-    pair = _pair(result, method)
-    schema_capsule, array_capsule = pair
+    _check_pair(result, device)
+    # Borrowed from the tuple, which the caller holds: no references taken
+    # (and the method's name is spelled out only for an error).
     cdef ArrowSchema* schema = <ArrowSchema*>_capsule_pointer(
-        schema_capsule, kCapsuleArrowSchema, method)
+        <object>PyTuple_GET_ITEM(result, 0), kCapsuleArrowSchema, None, device)
     cdef ArrowArrayOwner owner = ArrowArrayOwner.__new__(ArrowArrayOwner)
+    cdef PyObject* array_capsule = PyTuple_GET_ITEM(result, 1)
     if device:
-        darr = <ArrowDeviceArray*>_capsule_pointer(array_capsule, kCapsuleArrowDeviceArray, method)
+        darr = <ArrowDeviceArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowDeviceArray,
+                                                   None, True)
         if darr.array.release == NULL:
-            raise ValueError(f"the capsule from {method} has already been consumed")
+            raise ValueError(f"the capsule from {_pair_method(True)} has already been consumed")
         dev = _device(darr.device_type, darr.device_id)
         # Move: bitwise copy, then mark the source released so that the
         # capsule's destructor leaves it alone.
@@ -389,9 +406,9 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         darr.array.release = NULL
         _wait_for_producer(&owner.held.device_array, dev)
     else:
-        arr = <ArrowArray*>_capsule_pointer(array_capsule, kCapsuleArrowArray, method)
+        arr = <ArrowArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowArray, None, False)
         if arr.release == NULL:
-            raise ValueError(f"the capsule from {method} has already been consumed")
+            raise ValueError(f"the capsule from {_pair_method(False)} has already been consumed")
         dev.device_type = kDLCPU
         dev.device_id = 0
         owner.held.device_array.array = arr[0]
@@ -472,7 +489,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
     cdef _StreamHolder holder = _StreamHolder.__new__(_StreamHolder)
     cdef _SchemaHolder schema = _SchemaHolder.__new__(_SchemaHolder)
     if device:
-        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, method)
+        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, method, True)
         if (<ArrowDeviceArrayStream*>ptr).release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.dstream = (<ArrowDeviceArrayStream*>ptr)[0]
@@ -485,7 +502,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
             raise BufferError(_stream_error(
                 rc, holder.dstream.get_last_error(&holder.dstream), "get_schema"))
     else:
-        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, method)
+        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, method, False)
         if (<ArrowArrayStream*>ptr).release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.stream = (<ArrowArrayStream*>ptr)[0]
@@ -581,3 +598,30 @@ cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object co
         if result is not None:
             return _from_array_pair(result, False, out, copied, copy)
     return _from_stream(obj, has_device_stream, out, copied, copy)
+
+
+# -- Owner allocation ------------------------------------------------------------
+# Every Arrow import makes and drops one ArrowArrayOwner: instances are
+# recycled (_recycler.pxd).  They hold no Python reference (no GC state to
+# reset), and tp_new constructs their one field, the held array, anew.
+cdef Recycler _owners
+cdef AllocFunc _owner_alloc = (<AllocType*>ArrowArrayOwner).tp_alloc
+cdef FreeFunc _owner_free = (<AllocType*>ArrowArrayOwner).tp_free
+
+
+cdef PyObject* _allocate_owner(PyTypeObject* t, Py_ssize_t n) noexcept:
+    cdef PyObject* o = NULL
+    if t == <PyTypeObject*>ArrowArrayOwner and n == 0:
+        o = recycler_pop(&_owners, t)
+    return o if o != NULL else _owner_alloc(t, n)
+
+
+cdef void _release_owner(void* o) noexcept:
+    # Called by tp_dealloc once the held array is released.
+    if (<PyObject*>o).ob_type != <PyTypeObject*>ArrowArrayOwner \
+            or not recycler_push(&_owners, <PyObject*>o):
+        _owner_free(o)
+
+
+(<AllocType*>ArrowArrayOwner).tp_alloc = _allocate_owner
+(<AllocType*>ArrowArrayOwner).tp_free = _release_owner
