@@ -377,16 +377,22 @@ def test_empty_allocates_what_the_driver_reports(device_type, pointer_kind):
 
 
 def test_empty_device_memory_is_freed_with_the_last_user():
-    torch.cuda.synchronize()
-    nbytes = 512 << 20
-    free_before = torch.cuda.mem_get_info()[0]
-    a = capi.empty([nbytes], 1, 8, int(DLDeviceType.CUDA), 0)
+    # Asked of the allocation itself, not of the device's free memory, which
+    # other processes (pytest-xdist workers) change meanwhile: the H100 run of
+    # 2026-11-27 saw 90 MB less free after the free, with 14 workers.
+    cupy = _import("cupy")
+    if cupy is None:
+        pytest.skip("cupy is not installed (its runtime reads the pointer's memory kind)")
+    attributes = cupy.cuda.runtime.pointerGetAttributes
+    a = capi.empty([512 << 20], 1, 8, int(DLDeviceType.CUDA), 0)
+    ptr = a.data_ptr
     t = torch.from_dlpack(a)  # a consumer keeps the memory alive
     del a
-    assert torch.cuda.mem_get_info()[0] <= free_before - nbytes
+    assert attributes(ptr).type == 2  # still device memory
     t.fill_(3)
     assert int(t[-1]) == 3
     del t
     torch.cuda.synchronize()
-    # cuMemFree_v2 returned it (torch's caching allocator never held it).
-    assert torch.cuda.mem_get_info()[0] >= free_before - (64 << 20)
+    # cuMemFree_v2 returned it (torch's caching allocator never held it): the
+    # address is no allocation any more (0: unregistered).
+    assert attributes(ptr).type == 0
