@@ -26,11 +26,11 @@ _KEEP: list = []
 EMPTY_METADATA = metadata_blob([])
 
 
-def _producer(top: dict, leaf_format: bytes | None = None):
+def _producer(top: dict):
     f = Forge()
     _KEEP.append(f)
     fmt = top.get("format", b"f")
-    data_format = leaf_format or (fmt if fmt in LEAF_DTYPES else b"f")
+    data_format = fmt if fmt in LEAF_DTYPES else b"f"
     schema = [{"name": None, **top}]
     return producer("__arrow_c_array__", f.pair(schema, [{"format": data_format}], 3))
 
