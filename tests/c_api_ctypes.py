@@ -67,6 +67,24 @@ def table() -> Table:
     return t
 
 
+def from_data_prototype(owner_type):
+    """DLPackArray_FromData's prototype, the owner passed as ``owner_type``
+    (ctypes.py_object for an object, ctypes.c_void_p to pass NULL)."""
+    return ctypes.PYFUNCTYPE(
+        ctypes.py_object,
+        ctypes.c_void_p,  # data
+        ctypes.c_int32,  # ndim
+        ctypes.POINTER(ctypes.c_int64),  # shape
+        ctypes.POINTER(ctypes.c_int64),  # strides (NULL: C-contiguous)
+        dc.DLDataType,
+        dc.DLDevice,
+        ctypes.c_int,  # readonly
+        owner_type,
+        ctypes.c_void_p,  # deleter
+        ctypes.c_void_p,  # deleter_ctx
+    )
+
+
 def empty(shape, code: int, bits: int, device_type: int = 1, device_id: int = 0):
     """DLPackArray_Empty(len(shape), shape, (code, bits, 1), (device_type, device_id))."""
     c_shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)

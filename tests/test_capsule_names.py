@@ -14,6 +14,7 @@ import ctypes
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
+from conftest import assert_clean_exit, run_python
 
 from dlpackarray import DLPackArray
 
@@ -120,3 +121,71 @@ def test_a_name_set_by_someone_else_decides(versioned):
     with pytest.raises(TypeError, match="a PyCapsule named None"):
         DLPackArray(cap)
     assert p.deleter_calls == 0
+
+
+# The consumer remembers the address of the last "dltensor_versioned" name it
+# read (producers name every capsule with one string literal) and lets
+# PyCapsule_GetPointer's own comparison prove the text at that address.  The
+# text is what counts: one buffer, read as versioned once, then rewritten in
+# place under the same address.  In a child: a consumer that trusted the
+# address would read a legacy tensor as a versioned one and could crash.
+_REUSED_ADDRESS_SCRIPT = """
+import ctypes
+import numpy as np
+import dlpack_ctypes as dc
+from dlpackarray import DLPackArray
+
+api = ctypes.PyDLL(None)
+api.PyCapsule_New.restype = ctypes.py_object
+api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+reused = ctypes.create_string_buffer(32)
+
+def capsule(p, text):
+    ctypes.memset(reused, 0, len(reused))
+    ctypes.memmove(reused, text, len(text))
+    p._made = True
+    return api.PyCapsule_New(p.address, ctypes.addressof(reused), None)
+
+def prime():
+    p = dc.Producer(np.arange(2.0), versioned=True)
+    cap = capsule(p, b"dltensor_versioned")
+    assert DLPackArray(cap).tolist() == [0.0, 1.0]
+    del cap
+    assert p.deleter_calls == 1
+
+prime()
+p = dc.Producer(np.arange(4.0), versioned=False)
+cap = capsule(p, b"dltensor")
+a = DLPackArray(cap)
+assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+assert dc.capsule_name(cap) == "used_dltensor"
+del a, cap
+assert p.deleter_calls == 1
+
+for text in TEXTS:
+    prime()
+    p = dc.Producer(np.arange(3.0), versioned=True)
+    cap = capsule(p, text)
+    try:
+        DLPackArray(cap)
+    except TypeError as e:
+        shown = text.decode(errors="replace")
+        assert str(e).startswith(f"a PyCapsule named {shown!r} is not a DLPack"), e
+        assert e.__context__ is None, e.__context__  # the failed comparison left no error
+    else:
+        raise AssertionError(f"{text!r} was read")
+    assert p.deleter_calls == 0
+    del cap
+    # The same address, the right text again: read as before.
+    q = dc.Producer(np.arange(3.0), versioned=True)
+    cap = capsule(q, b"dltensor_versioned")
+    assert DLPackArray(cap).tolist() == [0.0, 1.0, 2.0]
+print("read by text", len(TEXTS))
+"""
+
+
+def test_a_remembered_name_address_is_read_by_its_text():
+    texts = [t for t in NOT_DLPACK if t is not None]
+    proc = run_python(f"TEXTS = {texts!r}\n" + _REUSED_ADDRESS_SCRIPT)
+    assert_clean_exit(proc)
+    assert f"read by text {len(texts)}" in proc.stdout

@@ -22,6 +22,7 @@ import dlpack_ctypes as dc
 import exchange_ctypes as ex
 import numpy as np
 import pytest
+from c_api_ctypes import from_data_prototype
 from conftest import assert_clean_exit, require, run_python
 
 import dlpackarray
@@ -175,19 +176,7 @@ C_TO_MANAGED = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(_TABLE.to_ma
 C_TO_CAPSULE = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_int)(
     _TABLE.to_capsule
 )
-C_FROM_DATA = ctypes.PYFUNCTYPE(
-    ctypes.py_object,
-    ctypes.c_void_p,
-    ctypes.c_int32,
-    ctypes.POINTER(ctypes.c_int64),
-    ctypes.POINTER(ctypes.c_int64),
-    dc.DLDataType,
-    dc.DLDevice,
-    ctypes.c_int,
-    ctypes.c_void_p,  # owner: NULL here
-    ctypes.c_void_p,  # deleter: NULL here
-    ctypes.c_void_p,
-)(_TABLE.from_data)
+C_FROM_DATA = from_data_prototype(ctypes.c_void_p)(_TABLE.from_data)  # owner NULL here
 C_FROM_OBJECT = ctypes.PYFUNCTYPE(
     ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_void_p
 )(_TABLE.from_object)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dlpackarray/errors.hpp"
+#include "managed_tensor_read.hpp"
 
 namespace dla {
 
@@ -25,31 +26,6 @@ void* checked_malloc(size_t n) {
   void* block = std::malloc(n);
   if (block == nullptr) fail(ErrorKind::Memory, "could not allocate a DLPack managed tensor");
   return block;
-}
-
-// Shape and strides of a producer's tensor into a view: a scalar loop, which
-// for the few dimensions a tensor has costs less than a vectorised copy's
-// set-up or a call into memcpy (GCC turns a loop over __restrict pointers
-// into one unless told not to).
-#if defined(__GNUC__) && !defined(__clang__)
-#define DLA_PLAIN_LOOP __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define DLA_PLAIN_LOOP
-#endif
-
-DLA_PLAIN_LOOP void copy_dims(int64_t* __restrict dst, const int64_t* __restrict src, int32_t n) {
-#pragma GCC unroll 1
-  for (int32_t i = 0; i < n; ++i) dst[i] = src[i];
-}
-
-DLA_PLAIN_LOOP void copy_dims_and_strides(int64_t* __restrict shape, int64_t* __restrict strides,
-                                          const int64_t* __restrict src_shape,
-                                          const int64_t* __restrict src_strides, int32_t n) {
-#pragma GCC unroll 1
-  for (int32_t i = 0; i < n; ++i) {
-    shape[i] = src_shape[i];
-    strides[i] = src_strides[i];
-  }
 }
 
 }  // namespace
@@ -107,57 +83,58 @@ DLManagedTensor* new_legacy(const TensorView& v, void* manager_ctx, LegacyDelete
 
 void free_managed_block(void* block) noexcept { std::free(block); }
 
-// view_from_dltensor's body, inline into view_from_managed (every import;
-// GCC's own judgement left it a call).
-#if defined(__GNUC__)
-__attribute__((always_inline))
+namespace detail {
+
+// Shape and strides of a producer's tensor into a view: a scalar loop, which
+// for the few dimensions a tensor has costs less than a vectorised copy's
+// set-up or a call into memcpy (GCC turns a loop over __restrict pointers
+// into one unless told not to).
+#if defined(__GNUC__) && !defined(__clang__)
+#define DLA_PLAIN_LOOP __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define DLA_PLAIN_LOOP
 #endif
-inline void read_dltensor(const DLTensor& t, TensorView* out) {
-  if (t.ndim < 0 || t.ndim > kMaxNdim) {
-    fail(ErrorKind::Buffer, "DLPack tensor has ndim " + std::to_string(t.ndim) +
-                                ", outside the supported range 0.." + std::to_string(kMaxNdim));
-  }
-  if (t.ndim > 0 && t.shape == nullptr) {
-    fail(ErrorKind::Buffer,
-         "DLPack tensor has ndim " + std::to_string(t.ndim) + " but a NULL shape pointer");
-  }
-  out->data = t.data;
-  out->byte_offset = t.byte_offset;
-  out->set_ndim(t.ndim);
-  out->dtype = t.dtype;
-  out->device = t.device;
-  out->ready_stream = nullptr;
-  if (t.ndim > 0 && t.strides == nullptr) {
-    copy_dims(out->shape, t.shape, t.ndim);
-    // Pre-1.2 producers: NULL strides mean compact row-major.
-    set_c_strides(*out);
-  } else {
-    copy_dims_and_strides(out->shape, out->strides, t.shape, t.strides, t.ndim);
+
+DLA_PLAIN_LOOP void copy_dims(int64_t* __restrict dst, const int64_t* __restrict src, int32_t n) {
+#pragma GCC unroll 1
+  for (int32_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+DLA_PLAIN_LOOP void copy_dims_and_strides(int64_t* __restrict shape, int64_t* __restrict strides,
+                                          const int64_t* __restrict src_shape,
+                                          const int64_t* __restrict src_strides, int32_t n) {
+#pragma GCC unroll 1
+  for (int32_t i = 0; i < n; ++i) {
+    shape[i] = src_shape[i];
+    strides[i] = src_strides[i];
   }
 }
 
-void view_from_dltensor(const DLTensor& t, TensorView* out) { read_dltensor(t, out); }
+void fail_dlpack_major_version(DLPackVersion v) {
+  fail(ErrorKind::Buffer, "DLPack tensor has version " + std::to_string(v.major) + "." +
+                              std::to_string(v.minor) +
+                              "; this consumer understands major version " +
+                              std::to_string(kDLPackMajorVersion) + " only");
+}
+
+void fail_dltensor_ndim(int32_t ndim) {
+  fail(ErrorKind::Buffer, "DLPack tensor has ndim " + std::to_string(ndim) +
+                              ", outside the supported range 0.." + std::to_string(kMaxNdim));
+}
+
+void fail_dltensor_null_shape(int32_t ndim) {
+  fail(ErrorKind::Buffer,
+       "DLPack tensor has ndim " + std::to_string(ndim) + " but a NULL shape pointer");
+}
+
+}  // namespace detail
+
+void view_from_dltensor(const DLTensor& t, TensorView* out) { detail::read_dltensor(t, out); }
 
 void view_from_managed(const DLManagedTensorVersioned& m, TensorView* out, bool* copied) {
-  if (m.version.major != kDLPackMajorVersion) {
-    // The spec allows a consumer only the deleter then: the caller runs it.
-    fail(ErrorKind::Buffer, "DLPack tensor has version " + std::to_string(m.version.major) + "." +
-                                std::to_string(m.version.minor) +
-                                "; this consumer understands major version " +
-                                std::to_string(kDLPackMajorVersion) + " only");
-  }
-  read_dltensor(m.dl_tensor, out);
-  out->readonly = (m.flags & kFlagReadOnly) != 0;
-  *copied = (m.flags & kFlagIsCopied) != 0;
-  validate(*out);
-  fold_byte_offset(*out);
+  detail::read_managed(m, out, copied);
 }
 
-void view_from_managed(const DLManagedTensor& m, TensorView* out) {
-  read_dltensor(m.dl_tensor, out);
-  out->readonly = false;  // legacy tensors carry no flags: writable by contract
-  validate(*out);
-  fold_byte_offset(*out);
-}
+void view_from_managed(const DLManagedTensor& m, TensorView* out) { detail::read_managed(m, out); }
 
 }  // namespace dla

@@ -12,6 +12,7 @@
 
 #include "dlpackarray/errors.hpp"
 #include "dlpackarray/managed_tensor.hpp"
+#include "managed_tensor_read.hpp"
 #include "memory_recycling.hpp"
 #include "python_thread_state.hpp"
 
@@ -271,28 +272,39 @@ void unused_capsule_destructor(PyObject* capsule) {
 }
 
 // Destructor of a capsule a consumer adopted: the name says "used", and the
-// tensor is ours to delete (a failed GetPointer's error is dropped with the
-// rest).
+// tensor is ours to delete.  Whoever installs it also stores the tensor as
+// the capsule's context (the producer's context is no longer read by anyone:
+// its destructor was replaced with this one), so the destructor reads it
+// back without GetPointer's name comparison.
 template <class Tensor>
 void consumed_capsule_destructor(PyObject* capsule) {
   with_error_set_aside([capsule] {
-    auto* m = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, CapsuleNames<Tensor>::used));
+    auto* m = static_cast<Tensor*>(PyCapsule_GetContext(capsule));
     if (m != nullptr && m->deleter != nullptr) m->deleter(m);
   });
 }
 
-// The consumer's reading of a managed tensor it took over (the legacy struct
-// has no flags, so nothing is ever marked copied).
-void read_managed(const DLManagedTensorVersioned& m, TensorView* out, bool* copied) {
-  view_from_managed(m, out, copied);
+// Makes `capsule` (named used_*, holding `m`) delete `m` when it dies.
+template <class Tensor>
+void adopt_as_consumed(PyObject* capsule, Tensor* m) {
+  PyCapsule_SetContext(capsule, m);
+  PyCapsule_SetDestructor(capsule, consumed_capsule_destructor<Tensor>);
 }
-void read_managed(const DLManagedTensor& m, TensorView* out, bool*) { view_from_managed(m, out); }
+
+// The consumer's reading of a managed tensor it took over, inline
+// (managed_tensor_read.hpp; the legacy struct has no flags, so nothing is
+// ever marked copied).
+void read_managed(const DLManagedTensorVersioned& m, TensorView* out, bool* copied) {
+  detail::read_managed(m, out, copied);
+}
+void read_managed(const DLManagedTensor& m, TensorView* out, bool*) {
+  detail::read_managed(m, out);
+}
 
 // Renaming first transfers ownership: the producer's destructor no longer
 // calls the deleter, so on refusal it runs here, once, and never later.
 template <class Tensor>
-void take_over(PyObject* capsule, const char* name, TensorView* out, bool* copied) {
-  auto* m = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, name));
+void take_over(PyObject* capsule, Tensor* m, TensorView* out, bool* copied) {
   PyCapsule_SetName(capsule, CapsuleNames<Tensor>::used);
   try {
     read_managed(*m, out, copied);
@@ -300,7 +312,7 @@ void take_over(PyObject* capsule, const char* name, TensorView* out, bool* copie
     call_deleter(m);
     throw;
   }
-  PyCapsule_SetDestructor(capsule, consumed_capsule_destructor<Tensor>);
+  adopt_as_consumed(capsule, m);
 }
 
 template <class Tensor>
@@ -309,9 +321,12 @@ PyObject* adopt_managed(Tensor* m, const char* what) noexcept {
     PyErr_Format(PyExc_ValueError, "NULL %s pointer", what);
     return nullptr;
   }
-  PyObject* capsule =
-      PyCapsule_New(m, CapsuleNames<Tensor>::used, consumed_capsule_destructor<Tensor>);
-  if (capsule == nullptr) call_deleter(m);
+  PyObject* capsule = PyCapsule_New(m, CapsuleNames<Tensor>::used, nullptr);
+  if (capsule == nullptr) {
+    call_deleter(m);
+    return nullptr;
+  }
+  adopt_as_consumed(capsule, m);
   return capsule;
 }
 
@@ -335,25 +350,38 @@ PyObject* capsule_for_export(Tensor* m) {
 
 }  // namespace
 
-int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept {
-  return PyCapsule_SetDestructor(capsule,
-                                 versioned ? consumed_capsule_destructor<DLManagedTensorVersioned>
-                                           : consumed_capsule_destructor<DLManagedTensor>);
-}
+// The name pointer of the last "dltensor_versioned" capsule consumed.  A
+// producer names its capsules with one string literal, so its next capsule
+// carries the same pointer, and GetPointer's own comparison, made anyway,
+// then proves the name without a comparison of ours.  Only a hint: a pointer
+// whose text changed since (a freed name's memory reused) fails GetPointer,
+// whose error is cleared before the full test.  Any value is safe: relaxed.
+std::atomic<const char*> g_versioned_name_hint{nullptr};
 
 bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied) {
   *copied = false;
   if (!PyCapsule_CheckExact(capsule)) return false;
-  // The name is read once and compared once per candidate; an exact capsule
-  // always holds a pointer, and GetPointer with its own name always matches.
+  // An exact capsule always holds a pointer, and GetPointer with the name it
+  // was just compared with always matches.
   const char* name = PyCapsule_GetName(capsule);
   if (name == nullptr) return false;
-  if (std::strcmp(name, kCapsuleVersioned) == 0) {
-    take_over<DLManagedTensorVersioned>(capsule, name, out, copied);
+  void* versioned = nullptr;
+  if (name == g_versioned_name_hint.load(std::memory_order_relaxed)) {
+    versioned = PyCapsule_GetPointer(capsule, kCapsuleVersioned);
+    if (versioned == nullptr) PyErr_Clear();
+  }
+  if (versioned == nullptr && std::strcmp(name, kCapsuleVersioned) == 0) {
+    g_versioned_name_hint.store(name, std::memory_order_relaxed);
+    versioned = PyCapsule_GetPointer(capsule, name);
+  }
+  if (versioned != nullptr) {
+    // One call site: take_over and the read inline into this function.
+    take_over(capsule, static_cast<DLManagedTensorVersioned*>(versioned), out, copied);
     return true;
   }
   if (std::strcmp(name, kCapsuleLegacy) == 0) {
-    take_over<DLManagedTensor>(capsule, name, out, copied);
+    take_over(capsule, static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, name)), out,
+              copied);
     return true;
   }
   return false;

@@ -27,6 +27,27 @@ inline int64_t add_checked(int64_t a, int64_t b, const char* what) {
   return r;
 }
 
+// validate()'s refusals, out of line and cold: the messages' string
+// building stays out of the frame of every import's validation.
+[[noreturn, gnu::noinline, gnu::cold]] void fail_ndim(int32_t ndim) {
+  fail(ErrorKind::Value, "ndim " + std::to_string(ndim) + " is outside the supported range 0.." +
+                             std::to_string(kMaxNdim));
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void fail_byte_offset(uint64_t byte_offset) {
+  fail(ErrorKind::Overflow, "byte_offset " + std::to_string(byte_offset) + " overflows int64");
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void fail_negative_extent(int32_t i, int64_t extent) {
+  fail(ErrorKind::Value,
+       "shape[" + std::to_string(i) + "] = " + std::to_string(extent) + " is negative");
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void fail_null_data(int64_t size) {
+  fail(ErrorKind::Value,
+       "data pointer is NULL but the array has " + std::to_string(size) + " element(s)");
+}
+
 // The stride, in elements, of dimension i in a C-contiguous array of v's
 // shape (zero extents count as 1); 0 for shapes whose element count
 // overflows, which validate() refuses.
@@ -99,24 +120,16 @@ void TensorView::set_ndim_beyond_inline(int32_t n) {
 }
 
 Extent validate(const TensorView& v) {
-  if (v.ndim < 0 || v.ndim > kMaxNdim) {
-    fail(ErrorKind::Value, "ndim " + std::to_string(v.ndim) +
-                               " is outside the supported range 0.." + std::to_string(kMaxNdim));
-  }
+  if (v.ndim < 0 || v.ndim > kMaxNdim) fail_ndim(v.ndim);
   const int64_t itemsize = supported_itemsize(v.dtype);
-  if (v.byte_offset > uint64_t(INT64_MAX)) {
-    fail(ErrorKind::Overflow, "byte_offset " + std::to_string(v.byte_offset) + " overflows int64");
-  }
+  if (v.byte_offset > uint64_t(INT64_MAX)) fail_byte_offset(v.byte_offset);
   Extent e;
   // NumPy's rule: the non-zero extents' product must fit even when another
   // extent is 0, so the verdict does not depend on the order of dimensions.
   int64_t nonzero = 1;
   bool empty = false;
   for (int32_t i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] < 0) {
-      fail(ErrorKind::Value,
-           "shape[" + std::to_string(i) + "] = " + std::to_string(v.shape[i]) + " is negative");
-    }
+    if (v.shape[i] < 0) fail_negative_extent(i, v.shape[i]);
     if (v.shape[i] == 0) {
       empty = true;
       continue;
@@ -145,10 +158,7 @@ Extent validate(const TensorView& v) {
   // int64 values.  hi >= 1, so this also keeps lo above INT64_MIN.
   int64_t span;
   if (__builtin_sub_overflow(e.hi, e.lo, &span)) fail_overflow("array extent");
-  if (v.data == nullptr) {
-    fail(ErrorKind::Value,
-         "data pointer is NULL but the array has " + std::to_string(size) + " element(s)");
-  }
+  if (v.data == nullptr) fail_null_data(size);
   const auto first = uintptr_t(v.data) + v.byte_offset;
   if (first < uintptr_t(v.data) || below(e) > first || uintptr_t(e.hi) > UINTPTR_MAX - first) {
     fail(ErrorKind::Overflow, "array extent wraps around the address space");

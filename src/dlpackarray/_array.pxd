@@ -1,4 +1,5 @@
 # cython: language_level=3
+from cpython.object cimport PyTypeObject
 from libcpp.vector cimport vector
 
 from dlpackarray.core cimport TensorView
@@ -41,6 +42,30 @@ cdef class DLPackArray:
     cdef unsigned char _state
     # weakref.ref and WeakValueDictionary (docs/processes.md).
     cdef object __weakref__
+
+
+cdef extern from "Python.h":
+    int _gc_is_tracked "PyObject_GC_IsTracked"(object o) noexcept
+    void _gc_track "PyObject_GC_Track"(object o) noexcept
+    bint _type_is_gc "PyType_IS_GC"(PyTypeObject* t) noexcept
+    PyTypeObject* _type_of "Py_TYPE"(object o) noexcept
+
+
+cdef inline void mark_ready(DLPackArray self) noexcept:
+    """Makes ``self``, its descriptor and owner set, readable (kReady).
+
+    A recycled instance comes back untracked by the garbage collector
+    (_recycler.pxd), and stays so while nothing it holds can lead back to it:
+    its only reference that can close a cycle is its owner (the shape and
+    strides tuples hold ints), and most owners (capsules, Arrow owners,
+    NumPy arrays, heap owners) are no GC objects.  An owner that is one gets
+    the array tracked here, before any other code can see the array, so a
+    cycle through it is collected.  Every constructor ends here; the owner
+    never changes afterwards (a failed import drops it, which needs nothing).
+    """
+    self._state = kReady
+    if _type_is_gc(_type_of(self.owner)) and not _gc_is_tracked(self):
+        _gc_track(self)
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)

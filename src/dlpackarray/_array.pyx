@@ -52,7 +52,7 @@ from dlpackarray._type_cache cimport (
 )
 from dlpackarray._type_slots cimport Vectorcall, VectorcallType
 from dlpackarray._recycler cimport (
-    AllocType, PyType_GenericAlloc, Recycler, recycler_pop, recycler_push,
+    Recycler, recycler_alloc, recycler_free, recycler_install,
 )
 from dlpackarray._instance_dict cimport (
     DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
@@ -211,7 +211,7 @@ cdef DLPackArray wrap_view(const TensorView* v, object owner):
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     a._view = v[0]
     a.owner = owner
-    a._state = kReady
+    mark_ready(a)
     return a
 
 
@@ -327,7 +327,7 @@ cdef inline int _fill(DLPackArray self, object obj, object copy, object device,
         checked = _import_into(self, obj, copy, device, dlpack_only, stream)
         if stream is not None:
             adopt_consumer_stream(&self._view, stream, device is not None or checked)
-        self._state = kReady
+        mark_ready(self)
     finally:
         if self._state != kReady:
             # Drop the source's memory now and never expose a half-written
@@ -588,7 +588,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     tensor: see ready_after_request), else 0.
     """
     cdef PyTypeObject* tp = Py_TYPE(obj)
-    _check_copy_arg(copy)
+    if copy is not None:  # (None, every plain import's, needs no call to be valid)
+        _check_copy_arg(copy)
     cdef TypeSlot* slot = type_slot(_import_routes, tp)
     # The cache hits and the full chain are separate functions: this one holds
     # no object locals, so a hit pays no prologue/epilogue for theirs.
@@ -1472,7 +1473,8 @@ cdef PyObject* _construct(PyObject* t, PyObject* const* args, size_t nargsf,
 
 cdef PyObject* _construct_from(object obj) except NULL:
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
-    _initialise(a, obj, None, None, None)
+    # Never initialised (just made): _initialise's check has nothing to refuse.
+    _fill(a, obj, None, None, False, None)
     Py_INCREF(a)
     return <PyObject*>a
 
@@ -1491,33 +1493,22 @@ if _generated_constructor != NULL:
 # value-initialisation zeroes it), the object fields set to None, and the
 # inline shape/stride arrays are never read before they are written.  Only
 # the fields a fresh allocation leaves zero and nothing writes again are
-# cleared: the state (kUninitialised) and the weak-reference list.
-cdef extern from "Python.h":
-    void PyObject_GC_Del(void* o) noexcept
-    void PyObject_GC_Track(void* o) noexcept
-    PyTypeObject* _type_of "Py_TYPE"(void* o) noexcept
-
+# cleared: the weak-reference list (by the recycler) and the state (here).
 cdef Recycler _recycled
 
 
 cdef PyObject* _allocate(PyTypeObject* t, Py_ssize_t n) noexcept:
-    cdef PyObject* o
-    if t != <PyTypeObject*>DLPackArray or n != 0:
-        return PyType_GenericAlloc(t, n)
-    o = recycler_pop(&_recycled, t)
-    if o == NULL:
-        return PyType_GenericAlloc(t, n)
-    (<PyObject**>(<char*>o + (<AllocType*>t).tp_weaklistoffset))[0] = NULL
-    (<DLPackArray>o)._state = kUninitialised
-    PyObject_GC_Track(o)  # what PyType_GenericAlloc does for a GC type
+    cdef PyObject* o = recycler_alloc(&_recycled, t, n)
+    if o != NULL:
+        # A kept instance still holds its last state; a fresh one is zeroed
+        # (kUninitialised) already.
+        (<DLPackArray>o)._state = kUninitialised
     return o
 
 
 cdef void _release(void* o) noexcept:
     # Called by tp_dealloc, the instance already untracked and cleared.
-    if _type_of(o) != <PyTypeObject*>DLPackArray or not recycler_push(&_recycled, <PyObject*>o):
-        PyObject_GC_Del(o)
+    recycler_free(&_recycled, <PyObject*>o)
 
 
-(<AllocType*>DLPackArray).tp_alloc = _allocate
-(<AllocType*>DLPackArray).tp_free = _release
+recycler_install(&_recycled, <PyTypeObject*>DLPackArray, _allocate, _release)

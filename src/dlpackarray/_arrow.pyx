@@ -19,7 +19,7 @@ from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHos
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._internal cimport HeapOwner, device_tuple, takes_max_version, type_has
 from dlpackarray._recycler cimport (
-    AllocFunc, AllocType, FreeFunc, Recycler, recycler_pop, recycler_push,
+    Recycler, recycler_alloc, recycler_free, recycler_install,
 )
 from dlpackarray._type_cache cimport (
     TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
@@ -315,16 +315,14 @@ cdef extern from "Python.h":
     void PyErr_Clear() noexcept
 
 
-cdef void* _capsule_pointer(object capsule, const char* name, str method,
-                            bint device) except NULL:
-    """The pointer of a capsule of that ``name`` from ``method`` (None: the
-    array-pair method, _pair_method(device))."""
+cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
+    """The pointer of a capsule of that ``name``, which ``method`` returned."""
     # One call checks the type and the name (PyCapsule_IsValid first did both
     # twice on every import).
     cdef void* p = _capsule_get(capsule, name)
     if p == NULL:
         PyErr_Clear()
-        raise TypeError(f"{method or _pair_method(device)} returned {_describe(capsule)}; "
+        raise TypeError(f"{method} returned {_describe(capsule)}; "
                         f"expected an {name.decode()!r} PyCapsule")
     return p
 
@@ -375,7 +373,7 @@ cdef int _check_pair(object result, bint device) except -1:
     return 0
 
 
-cdef str _pair_method(bint device):
+cdef inline str _pair_method(bint device):
     return "__arrow_c_device_array__" if device else "__arrow_c_array__"
 
 
@@ -388,15 +386,14 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     cdef vector[ArrowBinding] chunks
     cdef DLDevice dev
     _check_pair(result, device)
-    # Borrowed from the tuple, which the caller holds: no references taken
-    # (and the method's name is spelled out only for an error).
+    # Borrowed from the tuple, which the caller holds: no references taken.
     cdef ArrowSchema* schema = <ArrowSchema*>_capsule_pointer(
-        <object>PyTuple_GET_ITEM(result, 0), kCapsuleArrowSchema, None, device)
+        <object>PyTuple_GET_ITEM(result, 0), kCapsuleArrowSchema, _pair_method(device))
     cdef ArrowArrayOwner owner = ArrowArrayOwner.__new__(ArrowArrayOwner)
     cdef PyObject* array_capsule = PyTuple_GET_ITEM(result, 1)
     if device:
         darr = <ArrowDeviceArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowDeviceArray,
-                                                   None, True)
+                                                   _pair_method(True))
         if darr.array.release == NULL:
             raise ValueError(f"the capsule from {_pair_method(True)} has already been consumed")
         dev = _device(darr.device_type, darr.device_id)
@@ -406,7 +403,8 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         darr.array.release = NULL
         _wait_for_producer(&owner.held.device_array, dev)
     else:
-        arr = <ArrowArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowArray, None, False)
+        arr = <ArrowArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowArray,
+                                            _pair_method(False))
         if arr.release == NULL:
             raise ValueError(f"the capsule from {_pair_method(False)} has already been consumed")
         dev.device_type = kDLCPU
@@ -489,7 +487,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
     cdef _StreamHolder holder = _StreamHolder.__new__(_StreamHolder)
     cdef _SchemaHolder schema = _SchemaHolder.__new__(_SchemaHolder)
     if device:
-        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, method, True)
+        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, method)
         if (<ArrowDeviceArrayStream*>ptr).release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.dstream = (<ArrowDeviceArrayStream*>ptr)[0]
@@ -502,7 +500,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
             raise BufferError(_stream_error(
                 rc, holder.dstream.get_last_error(&holder.dstream), "get_schema"))
     else:
-        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, method, False)
+        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, method)
         if (<ArrowArrayStream*>ptr).release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.stream = (<ArrowArrayStream*>ptr)[0]
@@ -605,23 +603,15 @@ cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object co
 # recycled (_recycler.pxd).  They hold no Python reference (no GC state to
 # reset), and tp_new constructs their one field, the held array, anew.
 cdef Recycler _owners
-cdef AllocFunc _owner_alloc = (<AllocType*>ArrowArrayOwner).tp_alloc
-cdef FreeFunc _owner_free = (<AllocType*>ArrowArrayOwner).tp_free
 
 
 cdef PyObject* _allocate_owner(PyTypeObject* t, Py_ssize_t n) noexcept:
-    cdef PyObject* o = NULL
-    if t == <PyTypeObject*>ArrowArrayOwner and n == 0:
-        o = recycler_pop(&_owners, t)
-    return o if o != NULL else _owner_alloc(t, n)
+    return recycler_alloc(&_owners, t, n)
 
 
 cdef void _release_owner(void* o) noexcept:
     # Called by tp_dealloc once the held array is released.
-    if (<PyObject*>o).ob_type != <PyTypeObject*>ArrowArrayOwner \
-            or not recycler_push(&_owners, <PyObject*>o):
-        _owner_free(o)
+    recycler_free(&_owners, <PyObject*>o)
 
 
-(<AllocType*>ArrowArrayOwner).tp_alloc = _allocate_owner
-(<AllocType*>ArrowArrayOwner).tp_free = _release_owner
+recycler_install(&_owners, <PyTypeObject*>ArrowArrayOwner, _allocate_owner, _release_owner)

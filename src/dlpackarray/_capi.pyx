@@ -27,7 +27,9 @@ from dlpackarray.core cimport (
     is_c_contiguous, is_f_contiguous, new_versioned_managed, raise_py_error, set_c_strides,
     validate,
 )
-from dlpackarray._internal cimport DLPackArray, check_ready, kReady, new_from_object, wrap_view
+from dlpackarray._internal cimport (
+    DLPackArray, check_ready, mark_ready, new_from_object, wrap_view,
+)
 from dlpackarray._internal cimport HeapOwner
 from dlpackarray._internal cimport export_capsule
 from dlpackarray._internal cimport (
@@ -299,7 +301,7 @@ cdef object _c_from_data(void* data, int32_t ndim, const int64_t* shape, const i
             v.strides[i] = strides[i]
     validate(v[0])  # the dtype, shape, strides and address range, overflow-checked
     a.owner = keepalive
-    a._state = kReady
+    mark_ready(a)
     return a
 
 

@@ -44,4 +44,6 @@ from dlpackarray._arrow cimport (
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
 # The array type, for the C-level entry points (_capi, _fastcall, _pickle).
-from dlpackarray._array cimport DLPackArray, check_ready, kReady, new_from_object, wrap_view
+from dlpackarray._array cimport (
+    DLPackArray, check_ready, mark_ready, new_from_object, wrap_view,
+)

@@ -129,7 +129,6 @@ cdef extern from "dlpackarray/python_shim.hpp" namespace "dla::py":
     object new_legacy_capsule(const TensorView& v, PyObject* owner)
     DLManagedTensorVersioned* new_versioned_managed(const TensorView& v, uint64_t flags,
                                                     PyObject* owner) except NULL
-    int adopt_consumed_capsule(object capsule, cbool versioned) except -1
     cbool consume_dlpack_capsule(object capsule, TensorView* out,
                                  cbool* copied) except +raise_py_error
     object adopt_managed_versioned(DLManagedTensorVersioned* m)

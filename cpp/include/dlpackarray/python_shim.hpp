@@ -48,12 +48,6 @@ void release_reference(PyObject* obj);
 // elsewhere a no-op).  Returns -1 with an exception set on failure.
 int install_shutdown_gate() noexcept;
 
-// Makes a consumed capsule (already renamed to "used_dltensor[_versioned]")
-// the owner of its tensor: its destructor is replaced by one that calls the
-// tensor's deleter when the capsule dies.  A consumer then needs no owner
-// object of its own.  Returns -1 with an exception set on failure.
-int adopt_consumed_capsule(PyObject* capsule, bool versioned) noexcept;
-
 // Consumes a "dltensor_versioned" / "dltensor" capsule exactly once: renames
 // it "used_*", reads its tensor (view_from_managed) and adopts it, so that
 // the capsule itself owns the memory from then on.  On a refused tensor the
