@@ -315,14 +315,15 @@ cdef extern from "Python.h":
     void PyErr_Clear() noexcept
 
 
-cdef void* _capsule_pointer(object capsule, const char* name, str method) except NULL:
-    """The pointer of a capsule of that ``name``, which ``method`` returned."""
+cdef void* _capsule_pointer(object capsule, const char* name, const char* method) except NULL:
+    """The pointer of a capsule of that ``name``, which ``method`` returned (a C
+    string: the import's hot path takes no reference for the error's words)."""
     # One call checks the type and the name (PyCapsule_IsValid first did both
     # twice on every import).
     cdef void* p = _capsule_get(capsule, name)
     if p == NULL:
         PyErr_Clear()
-        raise TypeError(f"{method} returned {_describe(capsule)}; "
+        raise TypeError(f"{method.decode()} returned {_describe(capsule)}; "
                         f"expected an {name.decode()!r} PyCapsule")
     return p
 
@@ -368,13 +369,13 @@ cdef int _wait_for_producer(ArrowDeviceArray* held, DLDevice dev) except -1:
 
 cdef int _check_pair(object result, bint device) except -1:
     if type(result) is not tuple or PyTuple_GET_SIZE(result) != 2:
-        raise TypeError(f"{_pair_method(device)} must return a (schema, array) pair of "
+        raise TypeError(f"{_pair_method(device).decode()} must return a (schema, array) pair of "
                         f"PyCapsules, got {_describe(result)}")
     return 0
 
 
-cdef inline str _pair_method(bint device):
-    return "__arrow_c_device_array__" if device else "__arrow_c_array__"
+cdef inline const char* _pair_method(bint device) noexcept:
+    return b"__arrow_c_device_array__" if device else b"__arrow_c_array__"
 
 
 cdef object _from_array_pair(object result, bint device, TensorView* out, bint* copied,
@@ -395,7 +396,8 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         darr = <ArrowDeviceArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowDeviceArray,
                                                    _pair_method(True))
         if darr.array.release == NULL:
-            raise ValueError(f"the capsule from {_pair_method(True)} has already been consumed")
+            raise ValueError(
+                f"the capsule from {_pair_method(True).decode()} has already been consumed")
         dev = _device(darr.device_type, darr.device_id)
         # Move: bitwise copy, then mark the source released so that the
         # capsule's destructor leaves it alone.
@@ -406,7 +408,8 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         arr = <ArrowArray*>_capsule_pointer(<object>array_capsule, kCapsuleArrowArray,
                                             _pair_method(False))
         if arr.release == NULL:
-            raise ValueError(f"the capsule from {_pair_method(False)} has already been consumed")
+            raise ValueError(
+                f"the capsule from {_pair_method(False).decode()} has already been consumed")
         dev.device_type = kDLCPU
         dev.device_id = 0
         owner.held.device_array.array = arr[0]
@@ -487,7 +490,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
     cdef _StreamHolder holder = _StreamHolder.__new__(_StreamHolder)
     cdef _SchemaHolder schema = _SchemaHolder.__new__(_SchemaHolder)
     if device:
-        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, method)
+        ptr = _capsule_pointer(capsule, kCapsuleArrowDeviceStream, b"__arrow_c_device_stream__")
         if (<ArrowDeviceArrayStream*>ptr).release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.dstream = (<ArrowDeviceArrayStream*>ptr)[0]
@@ -500,7 +503,7 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
             raise BufferError(_stream_error(
                 rc, holder.dstream.get_last_error(&holder.dstream), "get_schema"))
     else:
-        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, method)
+        ptr = _capsule_pointer(capsule, kCapsuleArrowStream, b"__arrow_c_stream__")
         if (<ArrowArrayStream*>ptr).release == NULL:
             raise ValueError(f"the capsule from {method} has already been consumed")
         holder.stream = (<ArrowArrayStream*>ptr)[0]
