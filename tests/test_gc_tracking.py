@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import pickle
+import sys
 import weakref
 
 import c_api_ctypes
@@ -194,16 +195,39 @@ def test_cycles_through_a_c_api_owner_are_collected():
         assert ref() is None
 
 
-def test_a_failed_import_leaves_nothing_tracked_behind():
-    class Refuses:
-        def __dlpack__(self, **kwargs):
-            raise BufferError("refused on purpose")
+class _Refuses:
+    def __dlpack__(self, **kwargs):
+        raise BufferError("refused on purpose")
 
-        def __dlpack_device__(self):
-            return (1, 0)
+    def __dlpack_device__(self):
+        return (1, 0)
 
+
+class _BadInterface:
+    """An array interface whose shape validate() refuses, after its owner was taken."""
+
+    def __init__(self):
+        self._buf = np.zeros(4)
+        self.__array_interface__ = {
+            "version": 3, "shape": (-1,), "typestr": "<f8",
+            "data": (self._buf.ctypes.data, False),
+        }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "make_source, error",
+    [(_Refuses, BufferError), (_BadInterface, ValueError)],
+    ids=["refused", "invalid array interface"],
+)
+def test_a_failed_import_holds_nothing_for_the_collector(make_source, error):
+    # Whether a failed array is tracked then does not matter: it holds no GC object.
     for _ in range(3):
         _recycle_some()
-        with pytest.raises(BufferError, match="refused on purpose"):
-            DLPackArray(Refuses())
+        a = DLPackArray.__new__(DLPackArray)  # most often a recycled instance
+        src = make_source()
+        with pytest.raises(error):
+            a.__init__(src)
+        assert not [o for o in gc.get_referents(a) if _is_gc_object(o)]
+        assert sys.getrefcount(src) == 2  # the source was let go
+        del a, src
     gc.collect()

@@ -1,8 +1,8 @@
 // The consumer's reading of a managed tensor, inline.  Every DLPack import
 // reads one; the capsule consumer (python_shim.cpp), which takes over nearly
 // all of them, reads it through these, so that the read, its checks and its
-// call into validate() cost no call frame of their own (a fifth of the
-// consumer's own instructions).  managed_tensor.cpp's out-of-line
+// call into validate() cost no call frame of their own (~20 instructions
+// per import, callgrind).  managed_tensor.cpp's out-of-line
 // view_from_managed() is the same code for every other caller.
 #pragma once
 
