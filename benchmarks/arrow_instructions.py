@@ -23,6 +23,10 @@ floors.  ``b9_floor.DLPackSpecWrap`` is the same wrapper doing what the DLPack
 Python spec asks of a consumer that is not host-only (``__dlpack_device__``
 first, then the capsule's name, major version, device and dtype checked): its
 rows separate the spec's own cost from what dlpackarray adds beyond it.
+``b9_floor.ArrowSpecWrap`` is the Arrow capsules' counterpart: the checks the C
+data interface leaves to a consumer that reads a primitive column as an array
+(format, buffer and child counts, offset and length, nulls), the struct moved
+into the object, the buffer protocol answered.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ p = F.Producer(a)
 Producer = F.Producer
 DLPackBufferWrap = F.DLPackBufferWrap
 DLPackSpecWrap = F.DLPackSpecWrap
+ArrowSpecWrap = F.ArrowSpecWrap
 consume_arrow = F.consume_arrow
 consume_arrow_device = F.consume_arrow_device
 pa_array = pa.array(a)
@@ -93,6 +98,7 @@ ROUTES = {
         ("dlpackarray", "DLPackArray(arrow_only)"),
         ("pyarrow", "pa_array.to_numpy(zero_copy_only=True)"),
         ("floor", "consume_arrow(arrow_only)"),
+        ("spec consumer floor", "ArrowSpecWrap(arrow_only)"),
     ],
     "np.asarray(DLPackArray(pa_array))": [
         ("dlpackarray", "np.asarray(DLPackArray(pa_array))"),

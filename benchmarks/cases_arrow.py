@@ -20,7 +20,10 @@ kept, the buffer protocol answered from the DLTensor; ``np.asarray`` reads a
 wrapper through the buffer protocol first, so ``np.asarray(DLPackBufferWrap(
 pa_array))`` is the floor of ``np.asarray(DLPackArray(pa_array))``.
 ``np.from_dlpack(pa_array)`` (no wrapper: NumPy's own DLPack import, another
-route) stays as a reference row.
+route) stays as a reference row.  The Arrow-capsule import has a second, lower
+floor: ``b9_floor.ArrowSpecWrap`` makes the checks the C data interface leaves
+to a consumer of a primitive column and keeps the moved struct in the wrapper
+itself, with no separate owner object.
 """
 
 from __future__ import annotations
@@ -115,6 +118,7 @@ def _import_setup(nbytes: int):
             "consume_arrow": floor_module().consume_arrow,
             "DLPackBufferWrap": floor_module().DLPackBufferWrap,
             "DLPackSpecWrap": floor_module().DLPackSpecWrap,
+            "ArrowSpecWrap": floor_module().ArrowSpecWrap,
             "DLPackArray": dlpackarray.DLPackArray,
             "pa_array": pa_array,
             "arrow_only": ArrowOnly(pa_array),
@@ -183,6 +187,7 @@ _SPEC_WHY = (
 )
 _NOT_A_CONTENDER = " (a floor, not a contender)"
 _DEVICE_FLOOR = "device-aware floor: consume_arrow_device(fst)"
+_ARROW_SPEC = "spec consumer floor: ArrowSpecWrap(arrow_only)"
 
 
 def _size_cases(nbytes: int) -> list[Case]:
@@ -313,6 +318,15 @@ def _size_cases(nbytes: int) -> list[Case]:
                     "owner, the data pointer read" + _NOT_A_CONTENDER,
                 ),
                 Contender(
+                    _ARROW_SPEC,
+                    "ArrowSpecWrap(arrow_only)",
+                    "b9_floor.ArrowSpecWrap: __arrow_c_array__ called once from C, the checks "
+                    "the C data interface leaves to a consumer of a primitive column (format, "
+                    "buffer and child counts, offset and length, nulls), the struct moved into "
+                    "the wrapper itself, the buffer protocol answered; the least a conforming "
+                    "Arrow import costs, below consume_arrow's separate owner" + _NOT_A_CONTENDER,
+                ),
+                Contender(
                     _FLOOR_WRAP,
                     "DLPackBufferWrap(pa_array)",
                     "b9_floor.DLPackBufferWrap: __dlpack__ called once from C, the capsule "
@@ -329,6 +343,7 @@ def _size_cases(nbytes: int) -> list[Case]:
             floor=_FLOOR_IMPORT,
             targets=[
                 Target("dlpackarray (Arrow capsules)", _FLOOR_IMPORT, "<=", 1.1),
+                Target("dlpackarray (Arrow capsules)", _ARROW_SPEC, "<=", 1.1),
                 Target("dlpackarray", _FLOOR_WRAP, "<=", 1.1),
                 Target("dlpackarray", "pyarrow.to_numpy", "<=", 1.0),
             ],

@@ -1,5 +1,5 @@
-"""B9's DLPack floors (``b9_floor.DLPackBufferWrap``, ``DLPackSpecWrap``) read
-what the route reads.
+"""B9's import floors (``b9_floor.DLPackBufferWrap``, ``DLPackSpecWrap``,
+``ArrowSpecWrap``, ``consume_arrow``) read what the route reads.
 
 The floor of ``np.asarray(DLPackArray(pa_array))`` is a minimal C wrapper that
 NumPy reads through the buffer protocol.  A floor that read other memory,
@@ -7,8 +7,9 @@ another dtype, or went through another protocol would measure something else
 and the benchmark would not say so; these tests pin it to pa_array's own
 memory, and the benchmarks' floor statements to ours' result.  The spec
 consumer floor must do what the DLPack Python spec asks of a consumer (device
-query first, the capsule checked), or its rows would understate the spec's
-cost.  The module is
+query first, the capsule checked), and the Arrow one what the C data interface
+leaves to a consumer reading a column as an array, or their rows would
+understate what a conforming import costs.  The module is
 C compiled here, so each check runs in a child interpreter.
 """
 
@@ -29,6 +30,7 @@ import numpy as np, pyarrow as pa
 from benchmarks.cases_arrow import floor_module
 Wrap = floor_module().DLPackBufferWrap
 SpecWrap = floor_module().DLPackSpecWrap
+ArrowWrap = floor_module().ArrowSpecWrap
 """
 
 
@@ -112,6 +114,161 @@ print("ok")
     )
 
 
+def test_arrow_spec_floor_reads_the_column_dlpackarray_reads():
+    _run(
+        """
+import ctypes
+from benchmarks.cases_arrow import ArrowOnly
+from dlpackarray import DLPackArray
+from dlpackarray.testing import _abi
+
+dtypes = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+          "uint8", "uint16", "uint32", "uint64")
+for name in dtypes:
+    whole = pa.array(np.arange(256).astype(name))
+    for col in (whole, whole.slice(3, 100), whole.slice(256)):
+        case = (name, col.offset, len(col))
+        w = ArrowWrap(ArrowOnly(col))
+        x, ours = np.asarray(w), np.asarray(DLPackArray(ArrowOnly(col)))
+        assert x.dtype == ours.dtype and x.shape == ours.shape == (len(col),), case
+        assert np.array_equal(x, ours), case
+        if len(col):
+            assert x.ctypes.data == ours.ctypes.data, case
+            assert not x.flags.writeable, case
+        assert isinstance(x.base, memoryview) and x.base.obj is w, case
+        try:
+            (ctypes.c_char * max(1, x.nbytes)).from_buffer(w)
+        except (BufferError, TypeError):
+            pass
+        else:
+            raise AssertionError(f"writable buffer of Arrow data {case}")
+# A validity bitmap whose null count the producer left uncomputed (-1) is counted
+# over the slice's own rows: the floor accepts exactly what DLPackArray accepts.
+class Uncounted:
+    def __init__(self, src):
+        self.src = src
+    def __arrow_c_array__(self, requested_schema=None):
+        schema, array = self.src.__arrow_c_array__()
+        _abi.ArrowArray.from_address(_abi.capsule_pointer(array)).null_count = -1
+        return schema, array
+
+with_null = pa.array([1.0, None] + [2.0] * 20)
+verdicts = []
+for col in (with_null, with_null.slice(2), with_null.slice(1, 3), with_null.slice(2, 0),
+            with_null.slice(0, 1)):
+    for src in (ArrowOnly(col), Uncounted(col)):
+        try:
+            ours = np.asarray(DLPackArray(src))
+        except ValueError:
+            ours = None
+        try:
+            x = np.asarray(ArrowWrap(src))
+        except BufferError as e:
+            assert "holds nulls" in str(e), str(e)
+            x = None
+        assert (x is None) == (ours is None), (col.offset, len(col), type(src).__name__)
+        assert x is None or np.array_equal(x, ours)
+        verdicts.append(x is None)
+assert verdicts == [True] * 2 + [False] * 2 + [True] * 2 + [False] * 4, verdicts
+print("ok")
+"""
+    )
+
+
+def test_arrow_spec_floor_makes_each_check_and_leaks_no_refusal():
+    _run(
+        """
+import ctypes
+from dlpackarray.testing import _abi
+
+F = floor_module()
+
+class Mutated:
+    # Hands out the floor producer's capsule pair with fields of a struct changed.
+    def __init__(self, src, schema=(), array=(), buffer1=False):
+        self.src, self.schema, self.array = src, dict(schema), dict(array)
+        self.buffer1, self.kept = buffer1, []
+    def __arrow_c_array__(self, requested_schema=None):
+        schema, array = self.src.__arrow_c_array__()
+        s = _abi.ArrowSchema.from_address(_abi.capsule_pointer(schema))
+        a = _abi.ArrowArray.from_address(_abi.capsule_pointer(array))
+        for k, v in self.schema.items():
+            setattr(s, k, v)
+        for k, v in self.array.items():
+            setattr(a, k, v)
+        if self.buffer1:
+            a.buffers[1] = None
+        self.kept.append(s)  # keeps a replaced format string alive
+        return schema, array
+
+class SamePair:
+    # Hands out one capsule pair twice: the second time its array has been moved out.
+    def __init__(self, src):
+        self.pair = src.__arrow_c_array__()
+    def __arrow_c_array__(self, requested_schema=None):
+        return self.pair
+
+a = np.arange(16, dtype=np.float32)
+base = sys.getrefcount(a)
+cases = [
+    ({"schema": {"format": b"b"}}, "not a fixed-width primitive"),
+    ({"schema": {"format": b"u"}}, "not a fixed-width primitive"),
+    ({"schema": {"format": b"ff"}}, "not a fixed-width primitive"),
+    ({"schema": {"format": b"+w:4"}}, "not a fixed-width primitive"),
+    ({"schema": {"n_children": 1}}, "not a fixed-width primitive"),
+    ({"array": {"n_buffers": 3}}, "buffers or children"),
+    ({"array": {"n_buffers": 1}}, "buffers or children"),
+    ({"array": {"n_children": 1}}, "buffers or children"),
+    ({"array": {"offset": -1}}, "out of range"),
+    ({"array": {"length": -1}}, "out of range"),
+    ({"array": {"offset": 2**62}}, "out of range"),
+    ({"array": {"length": 2**61, "offset": 1}}, "out of range"),
+    ({"array": {"null_count": 1}}, "holds nulls"),
+    ({"buffer1": True}, "no data buffer"),
+]
+for _ in range(20):
+    for kwargs, words in cases:
+        try:
+            ArrowWrap(Mutated(F.Producer(a), **kwargs))
+        except BufferError as e:
+            assert words in str(e), (kwargs, str(e))
+        else:
+            raise AssertionError(f"accepted {kwargs}")
+    twice = SamePair(F.Producer(a))
+    w = ArrowWrap(twice)
+    try:
+        ArrowWrap(twice)
+    except BufferError as e:
+        assert "already been released" in str(e), str(e)
+    else:
+        raise AssertionError("a moved-out array accepted")
+    del twice, w
+# An uncomputed null count (-1) without a validity bitmap: no nulls.
+assert np.array_equal(np.asarray(ArrowWrap(Mutated(F.Producer(a), array={"null_count": -1}))), a)
+# The exact end of int64 byte counts is still accepted by the range check alone.
+try:
+    ArrowWrap(Mutated(F.Producer(a), array={"length": 2**61 - 1, "offset": 0}, buffer1=True))
+except BufferError as e:
+    assert "no data buffer" in str(e), str(e)
+for bad, words in ((0, "capsule pair"), ((1,), "capsule pair"), ((), "capsule pair"),
+                   (("x", "y"), "PyCapsule")):
+    class Pair:
+        def __arrow_c_array__(self, requested_schema=None, bad=bad):
+            return bad
+    try:
+        ArrowWrap(Pair())
+    except (TypeError, ValueError) as e:
+        assert words in str(e), (bad, str(e))
+    else:
+        raise AssertionError(f"accepted {bad!r}")
+# Every refused struct stayed in its capsule, whose destructor released it;
+# every accepted one was released with its wrapper.
+assert sys.getrefcount(a) == base, (sys.getrefcount(a), base)
+print("ok")
+"""
+    )
+
+
 def test_benchmark_floor_statements_read_what_ours_reads():
     _require_versioned_pyarrow_export()
     # The statements the two harnesses count and time, evaluated as they are
@@ -134,6 +291,9 @@ for route in ("import (DLPack route)", "np.asarray(DLPackArray(pa_array))"):
     check(eval(stmts["dlpackarray"], ns), eval(stmts["floor"], ns), route)
     assert "DLPackSpecWrap(pa_array)" in stmts["spec consumer floor"], route
     check(eval(stmts["dlpackarray"], ns), eval(stmts["spec consumer floor"], ns), route)
+stmts = dict(ai.ROUTES["import (Arrow capsules)"])
+assert "ArrowSpecWrap(arrow_only)" in stmts["spec consumer floor"]
+check(eval(stmts["dlpackarray"], ns), eval(stmts["spec consumer floor"], ns), "Arrow capsules")
 
 cases = {c.name: c for c in ca.cases()}
 for name, floor in (("B9/np.asarray/1KB", None), ("B9/import/1KB", ca._FLOOR_WRAP)):
@@ -146,6 +306,10 @@ for name, floor in (("B9/np.asarray/1KB", None), ("B9/import/1KB", ca._FLOOR_WRA
     spec = ca._SPEC_WRAP_ASARRAY if floor == ca._FLOOR_WRAP_ASARRAY else ca._SPEC_WRAP
     assert "DLPackSpecWrap(pa_array)" in stmts[spec], name
     check(eval(stmts["dlpackarray"], ns), eval(stmts[spec], ns), name)
+stmts = {c.label: c.stmt for c in cases["B9/import/1KB"].contenders}
+ns = cases["B9/import/1KB"].setup()
+check(eval(stmts["dlpackarray (Arrow capsules)"], ns), eval(stmts[ca._ARROW_SPEC], ns),
+      "B9/import/1KB, Arrow capsules")
 print("ok")
 """
     )

@@ -16,6 +16,14 @@
  *   out of its capsule into a new owner object (released when the owner
  *   dies) and reads the data pointer of the leaf's buffer 1 (through a
  *   tensor's fixed-size list levels).
+ * - ArrowSpecWrap(obj): the least an Arrow consumer that yields an array can
+ *   do: one vectorcall of obj.__arrow_c_array__(), then the checks the C data
+ *   interface leaves to a consumer of a primitive column read as a tensor
+ *   (capsule names, not yet released, a fixed-width primitive format without
+ *   children or dictionary, the array's buffer and child counts, offset and
+ *   length in range, no nulls: counted when null_count is -1), the struct
+ *   moved into the object itself, and bf_getbuffer answered (1-D, read-only).
+ *   The floor of a conforming Arrow import, not a consumer.
  * - consume_arrow_device(obj): the same through obj.__arrow_c_device_array__(),
  *   which a consumer that takes device data calls first (the PyCapsule
  *   interface), refusing anything but CPU memory without a sync event: the
@@ -732,7 +740,15 @@ static PyObject* make_wrap(PyTypeObject* type, PyObject* obj) {
   return (PyObject*)self;
 }
 
-/* Either type called through its vectorcall: no argument tuple. */
+static PyTypeObject ArrowSpecWrapType;
+static PyObject* make_arrow_wrap(PyTypeObject* type, PyObject* obj);
+
+/* The wrapper types called with one object: the Arrow one or a DLPack one. */
+static PyObject* make_any(PyTypeObject* type, PyObject* obj) {
+  return type == &ArrowSpecWrapType ? make_arrow_wrap(type, obj) : make_wrap(type, obj);
+}
+
+/* Every wrapper type called through its vectorcall: no argument tuple. */
 static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
                                  PyObject* kwnames) {
   if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
@@ -740,7 +756,7 @@ static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t n
                  ((PyTypeObject*)type)->tp_name);
     return NULL;
   }
-  return make_wrap((PyTypeObject*)type, args[0]);
+  return make_any((PyTypeObject*)type, args[0]);
 }
 
 /* The same for calls that bring an argument tuple (PyObject_Call). */
@@ -749,7 +765,7 @@ static PyObject* wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
     PyErr_Format(PyExc_TypeError, "%s takes one positional argument", type->tp_name);
     return NULL;
   }
-  return make_wrap(type, PyTuple_GET_ITEM(args, 0));
+  return make_any(type, PyTuple_GET_ITEM(args, 0));
 }
 
 static void wrap_dealloc(DLPackBufferWrap* self) {
@@ -854,6 +870,142 @@ static PyObject* call_method_noargs(PyObject* name, PyObject* obj) {
   return PyObject_VectorcallMethod(name, call + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+/* -- Arrow spec consumer -------------------------------------------------- */
+
+/* The struct-module format and item size of an Arrow format string that
+ * names a fixed-width primitive of whole bytes, or NULL ("b", booleans, is
+ * bit-packed: no tensor without a copy). */
+static const char* arrow_primitive_format(const char* f, Py_ssize_t* itemsize) {
+  if (f == NULL || f[0] == '\0' || f[1] != '\0') return NULL;
+  switch (f[0]) {
+    case 'c': *itemsize = 1; return "b";
+    case 'C': *itemsize = 1; return "B";
+    case 's': *itemsize = 2; return "h";
+    case 'S': *itemsize = 2; return "H";
+    case 'i': *itemsize = 4; return "i";
+    case 'I': *itemsize = 4; return "I";
+    case 'l': *itemsize = 8; return "q";
+    case 'L': *itemsize = 8; return "Q";
+    case 'e': *itemsize = 2; return "e";
+    case 'f': *itemsize = 4; return "f";
+    case 'g': *itemsize = 8; return "d";
+    default: return NULL;
+  }
+}
+
+/* Unset validity bits of rows [offset, offset + length): the null count a
+ * producer left uncomputed (-1). */
+static int64_t count_unset_bits(const uint8_t* bits, int64_t offset, int64_t length) {
+  int64_t unset = 0;
+  for (int64_t i = offset; i < offset + length; ++i) unset += ((bits[i >> 3] >> (i & 7)) & 1) == 0;
+  return unset;
+}
+
+/* What a consumer reading the column as a tensor must check (the capsule
+ * names already checked by PyCapsule_GetPointer): NULL when accepted. */
+static const char* arrow_spec_refusal(const struct ArrowSchema* s, const struct ArrowArray* a,
+                                      const char** format, Py_ssize_t* itemsize) {
+  if (s->release == NULL || a->release == NULL)
+    return "ArrowSpecWrap: the capsule's struct has already been released";
+  *format = arrow_primitive_format(s->format, itemsize);
+  if (*format == NULL || s->n_children != 0 || s->dictionary != NULL)
+    return "ArrowSpecWrap: not a fixed-width primitive column";
+  if (a->n_buffers != 2 || a->buffers == NULL || a->n_children != 0 || a->dictionary != NULL)
+    return "ArrowSpecWrap: the array's buffers or children do not match its format";
+  /* (offset + length) * itemsize must be an int64 byte count. */
+  if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX / *itemsize - a->offset)
+    return "ArrowSpecWrap: offset or length out of range";
+  if (a->length > 0 && a->buffers[1] == NULL) return "ArrowSpecWrap: no data buffer";
+  if (a->null_count != 0) {
+    const uint8_t* validity = a->buffers[0];
+    if (validity == NULL ? a->null_count > 0
+                         : a->null_count > 0 || count_unset_bits(validity, a->offset, a->length))
+      return "ArrowSpecWrap: the column holds nulls";
+  }
+  return NULL;
+}
+
+/* The array lives in the object: moved in, released on dealloc. */
+typedef struct {
+  PyObject_HEAD struct ArrowArray array;
+  const char* format;
+  Py_ssize_t itemsize;
+  Py_ssize_t shape[1];
+  Py_ssize_t strides[1];
+} ArrowSpecWrap;
+
+static PyObject* make_arrow_wrap(PyTypeObject* type, PyObject* obj) {
+  PyObject* res = call_method_noargs(arrow_array_name, obj);
+  if (res == NULL) return NULL;
+  if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+    Py_DECREF(res);
+    PyErr_SetString(PyExc_TypeError, "ArrowSpecWrap: expected a capsule pair");
+    return NULL;
+  }
+  struct ArrowSchema* s = PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 0), "arrow_schema");
+  struct ArrowArray* a =
+      s == NULL ? NULL : PyCapsule_GetPointer(PyTuple_GET_ITEM(res, 1), "arrow_array");
+  const char* format = NULL;
+  Py_ssize_t itemsize = 1;
+  const char* refusal = a == NULL ? NULL : arrow_spec_refusal(s, a, &format, &itemsize);
+  /* Until the move, the capsules' destructors release a refused struct. */
+  ArrowSpecWrap* self = a == NULL || refusal != NULL ? NULL : PyObject_New(ArrowSpecWrap, type);
+  if (self == NULL) {
+    if (refusal != NULL) PyErr_SetString(PyExc_BufferError, refusal);
+    Py_DECREF(res);
+    return NULL;
+  }
+  self->array = *a;
+  a->release = NULL; /* moved */
+  Py_DECREF(res);    /* releases the schema: the format kept is ours, static */
+  self->format = format;
+  self->itemsize = itemsize;
+  return (PyObject*)self;
+}
+
+static int arrow_wrap_getbuffer(ArrowSpecWrap* self, Py_buffer* view, int flags) {
+  if (flags & PyBUF_WRITABLE) {
+    PyErr_SetString(PyExc_BufferError, "ArrowSpecWrap: Arrow data is read-only");
+    view->obj = NULL;
+    return -1;
+  }
+  const struct ArrowArray* a = &self->array;
+  char* data = (char*)a->buffers[1];
+  self->shape[0] = (Py_ssize_t)a->length;
+  self->strides[0] = self->itemsize;
+  view->buf = data == NULL ? NULL : data + a->offset * self->itemsize;
+  view->obj = Py_NewRef(self);
+  view->len = self->shape[0] * self->itemsize;
+  view->readonly = 1;
+  view->itemsize = self->itemsize;
+  view->format = (flags & PyBUF_FORMAT) ? (char*)self->format : NULL;
+  view->ndim = 1;
+  view->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  return 0;
+}
+
+static void arrow_wrap_dealloc(ArrowSpecWrap* self) {
+  if (self->array.release != NULL) self->array.release(&self->array);
+  PyObject_Free(self);
+}
+
+static PyBufferProcs arrow_wrap_as_buffer = {
+    .bf_getbuffer = (getbufferproc)arrow_wrap_getbuffer,
+};
+
+static PyTypeObject ArrowSpecWrapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.ArrowSpecWrap",
+    .tp_basicsize = sizeof(ArrowSpecWrap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = wrap_new,
+    .tp_vectorcall = wrap_vectorcall,
+    .tp_dealloc = (destructor)arrow_wrap_dealloc,
+    .tp_as_buffer = &arrow_wrap_as_buffer,
+};
+
 static PyObject* consume_arrow(PyObject* mod, PyObject* obj) {
   PyObject* res = call_method_noargs(arrow_array_name, obj);
   return res == NULL ? NULL : adopt_array(res, 0);
@@ -877,7 +1029,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit_b9_floor(void) {
   if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&HostProducerType) < 0 ||
       PyType_Ready(&TensorProducerType) < 0 || PyType_Ready(&DLPackBufferWrapType) < 0 ||
-      PyType_Ready(&DLPackSpecWrapType) < 0)
+      PyType_Ready(&DLPackSpecWrapType) < 0 || PyType_Ready(&ArrowSpecWrapType) < 0)
     return NULL;
   dlpack_name = PyUnicode_InternFromString("__dlpack__");
   /* Interned, as a compiled consumer's string constants are (Cython's, ours):
@@ -901,11 +1053,13 @@ PyMODINIT_FUNC PyInit_b9_floor(void) {
   Py_INCREF(&TensorProducerType);
   Py_INCREF(&DLPackBufferWrapType);
   Py_INCREF(&DLPackSpecWrapType);
+  Py_INCREF(&ArrowSpecWrapType);
   if (PyModule_AddObject(m, "Producer", (PyObject*)&ProducerType) < 0 ||
       PyModule_AddObject(m, "HostProducer", (PyObject*)&HostProducerType) < 0 ||
       PyModule_AddObject(m, "TensorProducer", (PyObject*)&TensorProducerType) < 0 ||
       PyModule_AddObject(m, "DLPackBufferWrap", (PyObject*)&DLPackBufferWrapType) < 0 ||
-      PyModule_AddObject(m, "DLPackSpecWrap", (PyObject*)&DLPackSpecWrapType) < 0) {
+      PyModule_AddObject(m, "DLPackSpecWrap", (PyObject*)&DLPackSpecWrapType) < 0 ||
+      PyModule_AddObject(m, "ArrowSpecWrap", (PyObject*)&ArrowSpecWrapType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

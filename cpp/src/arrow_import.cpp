@@ -226,8 +226,9 @@ int64_t count_nulls(const void* bitmap, int64_t start, int64_t n) {
   return nulls;
 }
 
-void check_nulls(const ArrowArray& a, int64_t first, int64_t n, DLDevice dev, const char* what) {
-  if (a.null_count == 0 || n == 0) return;
+// check_nulls' count, out of line: most arrays say they have no nulls.
+[[gnu::noinline]] void count_and_refuse_nulls(const ArrowArray& a, int64_t first, int64_t n,
+                                              DLDevice dev, const char* what) {
   const void* validity = a.buffers[0];  // n_buffers >= 1 checked by check_array_node
   int64_t nulls;
   if (validity == nullptr) {
@@ -253,12 +254,16 @@ void check_nulls(const ArrowArray& a, int64_t first, int64_t n, DLDevice dev, co
   }
 }
 
-// What every array node must satisfy before anything reads through it: alive,
-// lengths and offsets in range (offset + length fits int64, null_count is -1
-// or 0..length), buffer and child counts of its type's layout, no NULL
-// pointer where one is dereferenced, no dictionary (its schema has none).
-void check_array_node(const ArrowArray& a, int32_t level, int64_t n_buffers, int64_t n_children,
-                      const char* layout) {
+inline void check_nulls(const ArrowArray& a, int64_t first, int64_t n, DLDevice dev,
+                        const char* what) {
+  if (a.null_count != 0 && n != 0) count_and_refuse_nulls(a, first, n, dev, what);
+}
+
+// check_array_node's refusal, out of line and cold: the checks, in order,
+// each with its message (the first that fails throws).
+[[noreturn, gnu::noinline, gnu::cold]] void fail_array_node(const ArrowArray& a, int32_t level,
+                                                            int64_t n_buffers, int64_t n_children,
+                                                            const char* layout) {
   if (a.release == nullptr) {
     fail(ErrorKind::Value,
          array_label(level) + " has already been released (its release callback is NULL)");
@@ -299,6 +304,25 @@ void check_array_node(const ArrowArray& a, int32_t level, int64_t n_buffers, int
     fail(ErrorKind::Value,
          array_label(level) + " has a dictionary, but its schema is not dictionary-encoded");
   }
+  fail(ErrorKind::Value, array_label(level) + " failed a layout check");  // not reached
+}
+
+// What every array node must satisfy before anything reads through it: alive,
+// lengths and offsets in range (offset + length fits int64, null_count is -1
+// or 0..length), buffer and child counts of its type's layout, no NULL
+// pointer where one is dereferenced, no dictionary (its schema has none).
+// The checks without their messages, inlined into every bind (the first
+// that fails is named by fail_array_node).
+inline void check_array_node(const ArrowArray& a, int32_t level, int64_t n_buffers,
+                             int64_t n_children, const char* layout) {
+  int64_t end;
+  bool bad = a.release == nullptr || a.length < 0 || a.offset < 0 ||
+             __builtin_add_overflow(a.offset, a.length, &end) || a.null_count < -1 ||
+             a.null_count > a.length || a.n_buffers != n_buffers || a.n_children != n_children ||
+             a.buffers == nullptr || (n_children > 0 && a.children == nullptr) ||
+             a.dictionary != nullptr;
+  for (int64_t i = 0; !bad && i < n_children; ++i) bad = a.children[i] == nullptr;
+  if (bad) fail_array_node(a, level, n_buffers, n_children, layout);
 }
 
 }  // namespace

@@ -124,32 +124,48 @@ Extent validate(const TensorView& v) {
   const int64_t itemsize = supported_itemsize(v.dtype);
   if (v.byte_offset > uint64_t(INT64_MAX)) fail_byte_offset(v.byte_offset);
   Extent e;
-  // NumPy's rule: the non-zero extents' product must fit even when another
-  // extent is 0, so the verdict does not depend on the order of dimensions.
-  int64_t nonzero = 1;
-  bool empty = false;
-  for (int32_t i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] < 0) fail_negative_extent(i, v.shape[i]);
-    if (v.shape[i] == 0) {
-      empty = true;
-      continue;
-    }
-    nonzero = mul_checked(nonzero, v.shape[i], "number of elements");
-  }
-  const int64_t size = empty ? 0 : nonzero;
-  e.size = size;
-  e.nbytes = dense_nbytes(size, itemsize);
-  if (size == 0) return e;
   int64_t lo = 0, hi = 0;
-  for (int32_t i = 0; i < v.ndim; ++i) {
-    // A length-1 dimension touches one element whatever its stride claims.
-    if (v.shape[i] == 1) continue;
-    const int64_t step = mul_checked(v.strides[i], itemsize, "stride in bytes");
-    const int64_t span = mul_checked(v.shape[i] - 1, step, "array extent");
-    if (span >= 0) {
-      hi = add_checked(hi, span, "array extent");
-    } else {
-      lo = add_checked(lo, span, "array extent");
+  if (v.ndim == 1) {
+    // One dimension (every Arrow column, most imports): the loops below
+    // with their one pass written out, the same checks in the same order
+    // (tests/test_extent_arithmetic.py holds both to one model).
+    const int64_t n = v.shape[0];
+    if (n < 0) fail_negative_extent(0, n);
+    e.size = n;
+    e.nbytes = dense_nbytes(n, itemsize);
+    if (n == 0) return e;
+    if (n != 1) {
+      const int64_t step = mul_checked(v.strides[0], itemsize, "stride in bytes");
+      const int64_t span = mul_checked(n - 1, step, "array extent");
+      (span >= 0 ? hi : lo) = span;
+    }
+  } else {
+    // NumPy's rule: the non-zero extents' product must fit even when another
+    // extent is 0, so the verdict does not depend on the order of dimensions.
+    int64_t nonzero = 1;
+    bool empty = false;
+    for (int32_t i = 0; i < v.ndim; ++i) {
+      if (v.shape[i] < 0) fail_negative_extent(i, v.shape[i]);
+      if (v.shape[i] == 0) {
+        empty = true;
+        continue;
+      }
+      nonzero = mul_checked(nonzero, v.shape[i], "number of elements");
+    }
+    const int64_t size = empty ? 0 : nonzero;
+    e.size = size;
+    e.nbytes = dense_nbytes(size, itemsize);
+    if (size == 0) return e;
+    for (int32_t i = 0; i < v.ndim; ++i) {
+      // A length-1 dimension touches one element whatever its stride claims.
+      if (v.shape[i] == 1) continue;
+      const int64_t step = mul_checked(v.strides[i], itemsize, "stride in bytes");
+      const int64_t span = mul_checked(v.shape[i] - 1, step, "array extent");
+      if (span >= 0) {
+        hi = add_checked(hi, span, "array extent");
+      } else {
+        lo = add_checked(lo, span, "array extent");
+      }
     }
   }
   e.lo = lo;
@@ -158,7 +174,7 @@ Extent validate(const TensorView& v) {
   // int64 values.  hi >= 1, so this also keeps lo above INT64_MIN.
   int64_t span;
   if (__builtin_sub_overflow(e.hi, e.lo, &span)) fail_overflow("array extent");
-  if (v.data == nullptr) fail_null_data(size);
+  if (v.data == nullptr) fail_null_data(e.size);
   const auto first = uintptr_t(v.data) + v.byte_offset;
   if (first < uintptr_t(v.data) || below(e) > first || uintptr_t(e.hi) > UINTPTR_MAX - first) {
     fail(ErrorKind::Overflow, "array extent wraps around the address space");

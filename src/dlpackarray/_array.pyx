@@ -36,7 +36,7 @@ from dlpackarray._internal cimport (
 )
 from dlpackarray._internal cimport index_into, permute_into, reinterpret_into, reshape_into
 from dlpackarray._internal cimport (
-    arrow_path_first, export_arrow, export_arrow_schema, has_arrow_protocol,
+    arrow_methods, arrow_path_first, export_arrow, export_arrow_schema,
     raise_arrow_data_error, view_from_arrow,
 )
 from dlpackarray._internal cimport index_of, item_of, scalar_of, tolist_of, truth_of
@@ -601,19 +601,20 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
             return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only,
                                           stream, False)
         if slot.value == _ROUTE_ARROW_FIRST:
-            return _import_arrow_first(self, obj, copy, device)
+            return _import_arrow_first(self, obj, copy, device, arrow_methods(<type>tp))
         if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
             return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream)
     return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
 
 
-cdef int _import_arrow_first(DLPackArray self, object obj, object copy,
-                             object device) except -1:
-    """Reads ``obj`` through its Arrow PyCapsule interface: Arrow data that
-    also has __dlpack__ (read as Arrow defines it, not as its __dlpack__
-    does), or an object with nothing before Arrow in the precedence."""
+cdef inline int _import_arrow_first(DLPackArray self, object obj, object copy,
+                                    object device, int methods) except -1:
+    """Reads ``obj`` through its Arrow PyCapsule interface (``methods``:
+    arrow_methods of its type): Arrow data that also has __dlpack__ (read as
+    Arrow defines it, not as its __dlpack__ does), or an object with nothing
+    before Arrow in the precedence."""
     cdef bint copied = False
-    self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+    self.owner = view_from_arrow(obj, methods, &self._view, &copied, copy)
     return _finish_import(self, copy, device, copied)
 
 
@@ -652,7 +653,7 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
         if arrow_path_first(t):
             if cacheable:
                 type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_ARROW_FIRST)
-            return _import_arrow_first(self, obj, copy, device)
+            return _import_arrow_first(self, obj, copy, device, arrow_methods(t))
         if cacheable:
             type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_PLAIN_DLPACK)
         return _import_by_dlpack_call(self, obj, t, copy, device, dlpack_only, stream,
@@ -682,8 +683,9 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, type t, object
     # every probe below answers None and the Arrow protocol comes next: an
     # Arrow-only producer goes there without the probes' locals (~30
     # instructions of references taken and dropped).
-    if source is None and has_arrow_protocol(t):
-        return _import_arrow_first(self, obj, copy, device)
+    cdef int methods = arrow_methods(t) if source is None else 0
+    if methods:
+        return _import_arrow_first(self, obj, copy, device, methods)
     return _import_by_interfaces(self, obj, t, source, copy, device, stream)
 
 
@@ -709,8 +711,9 @@ cdef int _import_by_interfaces(DLPackArray self, object obj, type t, object sour
     # Arrow PyCapsule interface: after the array interfaces, which describe
     # the N-D object itself (Arrow sees a column of rows), and before the
     # buffer protocol, whose bytes lose Arrow's type, offset and shape.
-    if has_arrow_protocol(t):
-        self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+    cdef int methods = arrow_methods(t)
+    if methods:
+        self.owner = view_from_arrow(obj, methods, &self._view, &copied, copy)
         return _finish_import(self, copy, device, copied)
     if PyObject_CheckBuffer(obj):
         self.owner = view_from_buffer(obj, &self._view)
@@ -795,12 +798,13 @@ cdef bint _import_arrow_instead(DLPackArray self, object obj, type t, object cop
     when it speaks no Arrow either, so the DLPack error stands.  A DLPack-only
     consumer imports nothing, but Arrow's reason (nulls) replaces the refusal."""
     cdef bint copied = False
-    if not has_arrow_protocol(t):
+    cdef int methods = arrow_methods(t)
+    if not methods:
         return False
     if dlpack_only:
         raise_arrow_data_error(obj)
         return False
-    self.owner = view_from_arrow(obj, &self._view, &copied, copy)
+    self.owner = view_from_arrow(obj, methods, &self._view, &copied, copy)
     _finish_import(self, copy, device, copied)
     return True
 

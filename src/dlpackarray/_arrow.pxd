@@ -130,12 +130,14 @@ cdef extern from "dlpackarray/python_arrow_shim.hpp" namespace "dla::py":
 # Import: fills `out` from an object speaking the Arrow PyCapsule interface and
 # returns the owner of the memory; `copied` says the data was concatenated or
 # unpacked into a fresh copy.
-cdef bint has_arrow_protocol(type t) noexcept
+# Which Arrow methods instances of t get from their class (a mask, 0: none);
+# view_from_arrow takes the mask, so a caller that asked pays one lookup.
+cdef int arrow_methods(type t) noexcept
 # Arrow data whose __dlpack__ is not trusted: take the Arrow path first.
 cdef bint arrow_path_first(type t) except -1
 # The Arrow import's ValueError for obj (nulls), if any: for DLPack refusals.
 cdef int raise_arrow_data_error(object obj) except -1
-cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object copy)
+cdef object view_from_arrow(object obj, int methods, TensorView* out, bint* copied, object copy)
 
 # Export of a view whose memory `owner` keeps alive.
 cdef object export_arrow_schema(const TensorView* v)

@@ -195,8 +195,8 @@ cdef class _StreamHolder:
             self.dstream.release(&self.dstream)
 
 
-cdef bint has_arrow_protocol(type t) noexcept:
-    return _arrow_methods(t) != 0
+cdef int arrow_methods(type t) noexcept:
+    return _arrow_methods(t)
 
 
 # pyarrow's array classes whose own __dlpack__ agrees with the Arrow
@@ -294,11 +294,12 @@ cdef int raise_arrow_data_error(object obj) except -1:
     """
     cdef TensorView probe
     cdef bint copied = False
-    if not has_arrow_protocol(type(obj)):
+    cdef int methods = _arrow_methods(type(obj))
+    if not methods:
         return 0
     error = None
     try:
-        view_from_arrow(obj, &probe, &copied, False)
+        view_from_arrow(obj, methods, &probe, &copied, False)
     except ValueError as e:
         error = e
     except Exception:
@@ -384,7 +385,6 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
     cdef ArrowArray* arr
     cdef ArrowDeviceArray* darr
     cdef int64_t bit_offset = 0
-    cdef vector[ArrowBinding] chunks
     cdef DLDevice dev
     _check_pair(result, device)
     # Borrowed from the tuple, which the caller holds: no references taken.
@@ -418,12 +418,20 @@ cdef object _from_array_pair(object result, bint device, TensorView* out, bint* 
         owner.held.device_array.sync_event = NULL
         arr.release = NULL
     arrow_parse_schema(schema[0], &info)
-    # Bound into the caller's descriptor (whose owner resets it on failure);
-    # a vector of bindings (a heap block) only for the unpacking.
+    # Bound into the caller's descriptor (whose owner resets it on failure).
     arrow_bind_view(info, owner.held.device_array.array, dev, out, &bit_offset)
     # No row, no bit to unpack: as zero-copy as an empty stream.
     if not info.bit_packed or out.shape[0] == 0:
         return owner
+    # (owner, a local, keeps the bits alive while they are unpacked)
+    return _unpack_bits(info, dev, out, bit_offset, copied, copy)
+
+
+cdef object _unpack_bits(const ArrowTypeInfo& info, DLDevice dev, TensorView* out,
+                         int64_t bit_offset, bint* copied, object copy):
+    # Out of _from_array_pair, so that its every import holds no C++ vector
+    # (a heap block, here only for the unpacking) to construct and destroy.
+    cdef vector[ArrowBinding] chunks
     chunks.resize(1)
     dla_arrow_set_view(&chunks[0].view, out[0])
     chunks[0].bit_offset = bit_offset
@@ -578,13 +586,13 @@ cdef object _from_stream(object obj, bint device, TensorView* out, bint* copied,
     return _concatenate(info, chunks, dev, out, copied, copy, why)
 
 
-cdef object view_from_arrow(object obj, TensorView* out, bint* copied, object copy):
-    """Imports ``obj`` through the first Arrow method it has (_ARROW_METHODS).
+cdef object view_from_arrow(object obj, int methods, TensorView* out, bint* copied, object copy):
+    """Imports ``obj`` through the first Arrow method it has (_ARROW_METHODS;
+    ``methods``: arrow_methods of its type).
 
     An object whose ``__arrow_c_array__`` refuses (a chunked nanoarrow Array
     has only a stream) is read through its stream instead.
     """
-    cdef int methods = _arrow_methods(type(obj))
     copied[0] = False
     if methods & _HAS_DEVICE_ARRAY:
         return _from_array_pair(obj.__arrow_c_device_array__(), True, out, copied, copy)

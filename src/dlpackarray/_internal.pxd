@@ -39,7 +39,7 @@ from dlpackarray._array_interface cimport (
     view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
 )
 from dlpackarray._arrow cimport (
-    arrow_path_first, export_arrow, export_arrow_schema, has_arrow_protocol,
+    arrow_methods, arrow_path_first, export_arrow, export_arrow_schema,
     raise_arrow_data_error, view_from_arrow,
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
