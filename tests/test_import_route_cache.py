@@ -22,6 +22,7 @@ from dlpackarray import DLPackArray
 A = np.arange(1.0)
 B = np.arange(2.0)
 D = np.arange(4.0)
+E = np.arange(6.0)
 
 
 def dlpack_of(arr):
@@ -147,19 +148,35 @@ def test_instance_attributes_are_honoured_alike_cached_or_not():
     assert outcome(obj) == want == (B.ctypes.data, (2,))
 
 
+_FIVE: list = []  # one pa.array: every default object reports the same address
+
+
 class _ArrowCapsules:
     """Arrow PyCapsule methods only (no __dlpack__, no array interface)."""
 
     def __init__(self, arr=None):
         import pyarrow as pa
 
-        self._arr = pa.array(np.arange(5.0) if arr is None else arr)
+        if arr is None and not _FIVE:
+            _FIVE.append(pa.array(np.arange(5.0)))
+        self._arr = _FIVE[0] if arr is None else pa.array(arr)
 
     def __arrow_c_schema__(self):
         return self._arr.__arrow_c_schema__()
 
     def __arrow_c_array__(self, requested_schema=None):
         return self._arr.__arrow_c_array__(requested_schema)
+
+
+def arrow_device_array_of(values):
+    import pyarrow as pa
+
+    column = pa.array(values)  # one column: each import reads the same address
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        return column.__arrow_c_device_array__(requested_schema, **kwargs)
+
+    return __arrow_c_device_array__
 
 
 def test_instance_probe_route_is_rerouted_by_every_class_change():
@@ -188,6 +205,9 @@ def test_instance_probe_route_is_rerouted_by_every_class_change():
             _set("__array_interface__", property(lambda s: D.__array_interface__)),
         ),
         ("array interface removed", _del("__array_interface__")),
+        # The cached route holds the class's Arrow method mask too.
+        ("Arrow device array added", _set("__arrow_c_device_array__", arrow_device_array_of(E))),
+        ("Arrow device array removed", _del("__arrow_c_device_array__")),
         ("Arrow methods removed", _del("__arrow_c_array__")),
     ]
     seen = walk(Src, ns, base_ns, steps)
@@ -195,7 +215,8 @@ def test_instance_probe_route_is_rerouted_by_every_class_change():
     assert seen[1] == (B.ctypes.data, (2,))
     assert seen[3][1] == (3,)
     assert seen[5] == (D.ctypes.data, (4,))
-    assert seen[7][0] is TypeError
+    assert seen[7][1] == (6,) and seen[8][1] == (5,) and seen[7][0] != seen[8][0]
+    assert seen[9][0] is TypeError
     # A change to a base class changes its subclasses' version tags too.
     Src.__arrow_c_array__ = ns["__arrow_c_array__"] = _ArrowCapsules.__arrow_c_array__
     outcome(Src())

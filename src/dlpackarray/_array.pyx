@@ -568,13 +568,16 @@ cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
 #     has __dlpack__ (arrow_path_first: pyarrow's tensor and boolean arrays);
 #   _ROUTE_INSTANCE_PROBES: no __dlpack__ at all, so the instance probes for
 #     the array interfaces come next (an Arrow-only object: ~200 instructions);
-#     the probes and everything after them still run for every object.
+#     the probes and everything after them still run for every object.  The
+#     value holds the type's Arrow method mask too (arrow_methods, above bit
+#     _ROUTE_BITS), read with the route from the same state of the type.
 # A hit skips the type checks in front of that route; each is a function of
 # the type's state, which the version tag follows (_type_cache.pxd).
 cdef enum:
     _ROUTE_PLAIN_DLPACK = 1
     _ROUTE_ARROW_FIRST = 2
     _ROUTE_INSTANCE_PROBES = 3
+    _ROUTE_BITS = 2
 
 cdef TypeSlot _import_routes[TYPE_CACHE_SIZE]
 
@@ -603,7 +606,8 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
         if slot.value == _ROUTE_ARROW_FIRST:
             return _import_arrow_first(self, obj, copy, device, arrow_methods(<type>tp))
         if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
-            return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream)
+            return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream,
+                                              <int>(slot.value >> _ROUTE_BITS))
     return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
 
 
@@ -667,24 +671,25 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     # version tag follows): the type's next object may start from here.
     # (Exact ndarray, capsule, buffer-only and DLPackArray types returned
     # above; a type that may subclass DLPackArray could be one.)
+    cdef int methods = arrow_methods(t)
     if api == NULL and not _may_subclass(t):
-        type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_INSTANCE_PROBES)
-    return _import_by_instance_probes(self, obj, t, copy, device, stream)
+        type_slot_store(type_slot(_import_routes, tp), tp,
+                        _ROUTE_INSTANCE_PROBES | (<intptr_t>methods << _ROUTE_BITS))
+    return _import_by_instance_probes(self, obj, t, copy, device, stream, methods)
 
 
 cdef int _import_by_instance_probes(DLPackArray self, object obj, type t, object copy,
-                                    object device, object stream) except -1:
+                                    object device, object stream, int methods) except -1:
     """The rest of _import_by_precedence once the type-level checks found no
     DLPackArray, capsule, buffer-only type, exchange table or ``__dlpack__``
-    (same return value)."""
+    (same return value); ``methods`` is arrow_methods(t)."""
     # Instance lookups, as NumPy does: exporters may set these per object.
     source = _interface_source(obj, t)
     # Where neither the object nor its type can hold an array interface,
     # every probe below answers None and the Arrow protocol comes next: an
     # Arrow-only producer goes there without the probes' locals (~30
     # instructions of references taken and dropped).
-    cdef int methods = arrow_methods(t) if source is None else 0
-    if methods:
+    if source is None and methods:
         return _import_arrow_first(self, obj, copy, device, methods)
     return _import_by_interfaces(self, obj, t, source, copy, device, stream)
 
