@@ -232,10 +232,15 @@ int64_t supported_itemsize(DLDataType dt) {
   return bytes;               // not reached: dt is not in the table
 }
 
+namespace {
+// Out of line and cold: dtype_itemsize stays small enough to inline.
+[[noreturn, gnu::noinline, gnu::cold]] void fail_no_whole_bytes(DLDataType dt) {
+  fail(ErrorKind::Buffer, "dtype " + spelled(dt) + " has no whole-byte item size");
+}
+}  // namespace
+
 int64_t dtype_itemsize(DLDataType dt) {
-  if (dt.lanes == 0 || dt.bits == 0 || dt.bits % 8 != 0) {
-    fail(ErrorKind::Buffer, "dtype " + spelled(dt) + " has no whole-byte item size");
-  }
+  if (dt.lanes == 0 || dt.bits == 0 || dt.bits % 8 != 0) fail_no_whole_bytes(dt);
   return int64_t(dt.bits / 8) * dt.lanes;
 }
 

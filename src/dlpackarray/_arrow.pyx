@@ -316,17 +316,22 @@ cdef extern from "Python.h":
     void PyErr_Clear() noexcept
 
 
-cdef void* _capsule_pointer(object capsule, const char* name, const char* method) except NULL:
+cdef inline void* _capsule_pointer(object capsule, const char* name,
+                                   const char* method) except NULL:
     """The pointer of a capsule of that ``name``, which ``method`` returned (a C
     string: the import's hot path takes no reference for the error's words)."""
     # One call checks the type and the name (PyCapsule_IsValid first did both
-    # twice on every import).
+    # twice on every import); the refusal is built out of line.
     cdef void* p = _capsule_get(capsule, name)
     if p == NULL:
-        PyErr_Clear()
-        raise TypeError(f"{method.decode()} returned {_describe(capsule)}; "
-                        f"expected an {name.decode()!r} PyCapsule")
+        _refuse_capsule(capsule, name, method)
     return p
+
+
+cdef int _refuse_capsule(object capsule, const char* name, const char* method) except -1:
+    PyErr_Clear()
+    raise TypeError(f"{method.decode()} returned {_describe(capsule)}; "
+                    f"expected an {name.decode()!r} PyCapsule")
 
 
 # Arrow device types (the same numbers as DLPack's) named in errors.
@@ -368,11 +373,15 @@ cdef int _wait_for_producer(ArrowDeviceArray* held, DLDevice dev) except -1:
     return 0
 
 
-cdef int _check_pair(object result, bint device) except -1:
+cdef inline int _check_pair(object result, bint device) except -1:
     if type(result) is not tuple or PyTuple_GET_SIZE(result) != 2:
-        raise TypeError(f"{_pair_method(device).decode()} must return a (schema, array) pair of "
-                        f"PyCapsules, got {_describe(result)}")
+        _refuse_pair(result, device)
     return 0
+
+
+cdef int _refuse_pair(object result, bint device) except -1:
+    raise TypeError(f"{_pair_method(device).decode()} must return a (schema, array) pair of "
+                    f"PyCapsules, got {_describe(result)}")
 
 
 cdef inline const char* _pair_method(bint device) noexcept:
