@@ -568,9 +568,10 @@ cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
 #     has __dlpack__ (arrow_path_first: pyarrow's tensor and boolean arrays);
 #   _ROUTE_INSTANCE_PROBES: no __dlpack__ at all, so the instance probes for
 #     the array interfaces come next (an Arrow-only object: ~200 instructions);
-#     the probes and everything after them still run for every object.  The
-#     value holds the type's Arrow method mask too (arrow_methods, above bit
-#     _ROUTE_BITS), read with the route from the same state of the type.
+#     the probes and everything after them still run for every object.
+# The two Arrow routes' values hold the type's Arrow method mask too
+# (arrow_methods, above the route's _ROUTE_BITS), read with the route from the
+# same state of the type.
 # A hit skips the type checks in front of that route; each is a function of
 # the type's state, which the version tag follows (_type_cache.pxd).
 cdef enum:
@@ -578,6 +579,7 @@ cdef enum:
     _ROUTE_ARROW_FIRST = 2
     _ROUTE_INSTANCE_PROBES = 3
     _ROUTE_BITS = 2
+    _ROUTE_MASK = 3
 
 cdef TypeSlot _import_routes[TYPE_CACHE_SIZE]
 
@@ -596,15 +598,18 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     cdef TypeSlot* slot = type_slot(_import_routes, tp)
     # The cache hits and the full chain are separate functions: this one holds
     # no object locals, so a hit pays no prologue/epilogue for theirs.
+    cdef intptr_t route
     if type_slot_hit(slot, tp):
-        if slot.value == _ROUTE_PLAIN_DLPACK:
+        route = slot.value & _ROUTE_MASK
+        if route == _ROUTE_PLAIN_DLPACK:
             # Never numpy.ndarray (not cached): host_only is False.
             if copy is None and device is None and stream is None:
                 return _import_plain_dlpack(self, obj, <type>tp)
             return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only,
                                           stream, False)
-        if slot.value == _ROUTE_ARROW_FIRST:
-            return _import_arrow_first(self, obj, copy, device, arrow_methods(<type>tp))
+        if route == _ROUTE_ARROW_FIRST:
+            return _import_arrow_first(self, obj, copy, device,
+                                       <int>(slot.value >> _ROUTE_BITS))
         if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
             return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream,
                                               <int>(slot.value >> _ROUTE_BITS))
@@ -629,6 +634,7 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     cdef bint copied = False
     cdef PyTypeObject* tp = <PyTypeObject*>t
     cdef bint host_only, cacheable
+    cdef int methods
     if t is DLPackArray or (_may_subclass(t) and isinstance(obj, DLPackArray)):
         return _import_copy_of(self, <DLPackArray>obj, copy, device)
     if PyCapsule_CheckExact(obj):
@@ -655,9 +661,11 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
         host_only = <object>t is _ndarray_type()
         cacheable = api == NULL and not _may_subclass(t) and not host_only
         if arrow_path_first(t):
+            methods = arrow_methods(t)
             if cacheable:
-                type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_ARROW_FIRST)
-            return _import_arrow_first(self, obj, copy, device, arrow_methods(t))
+                type_slot_store(type_slot(_import_routes, tp), tp,
+                                _ROUTE_ARROW_FIRST | (<intptr_t>methods << _ROUTE_BITS))
+            return _import_arrow_first(self, obj, copy, device, methods)
         if cacheable:
             type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_PLAIN_DLPACK)
         return _import_by_dlpack_call(self, obj, t, copy, device, dlpack_only, stream,
@@ -671,7 +679,7 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     # version tag follows): the type's next object may start from here.
     # (Exact ndarray, capsule, buffer-only and DLPackArray types returned
     # above; a type that may subclass DLPackArray could be one.)
-    cdef int methods = arrow_methods(t)
+    methods = arrow_methods(t)
     if api == NULL and not _may_subclass(t):
         type_slot_store(type_slot(_import_routes, tp), tp,
                         _ROUTE_INSTANCE_PROBES | (<intptr_t>methods << _ROUTE_BITS))
