@@ -9,6 +9,7 @@ from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.ref cimport Py_INCREF
 from cpython.dict cimport PyDict_Check
+from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
 from libc.stdint cimport intptr_t, uint8_t, uintptr_t
 
@@ -310,6 +311,9 @@ cdef inline int _initialise(DLPackArray self, object obj, object copy, object de
     return _fill(self, obj, copy, device, False, stream)
 
 
+ctypedef int (*_AdoptStream)(TensorView*, object, bint) noexcept
+
+
 cdef inline int _fill(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only, object stream) except -1:
     """Imports ``obj`` into ``self``, an array never initialised: it ends
@@ -321,20 +325,33 @@ cdef inline int _fill(DLPackArray self, object obj, object copy, object device,
     # __dlpack__, __del__) can neither read, export nor re-initialise the
     # half-written descriptor: the import may fill self directly.
     self._state = kInitialising
-    # try/finally, not except: Cython saves the thread's exception state
-    # on entering every try/except (~35 instructions per import).
-    try:
-        checked = _import_into(self, obj, copy, device, dlpack_only, stream)
-        if stream is not None:
-            adopt_consumer_stream(&self._view, stream, device is not None or checked)
-        mark_ready(self)
-    finally:
-        if self._state != kReady:
-            # Drop the source's memory now and never expose a half-written
-            # descriptor: the object stays unusable for good.
-            self._state = kFailed
-            _reset_placeholder(self)
+    # No try/finally (Cython saves and clears the thread's exception state
+    # for one): _import_into and the stream hook, called through a noexcept
+    # type, return -1 with their error set, which this returns in turn.
+    checked = _import_into(self, obj, copy, device, dlpack_only, stream)
+    if checked != -1 and stream is not None:
+        checked = (<_AdoptStream><void*>adopt_consumer_stream)(
+            &self._view, stream, device is not None or checked)
+    if checked == -1:
+        return _fail_import(self)
+    mark_ready(self)
     return 0
+
+
+cdef int _fail_import(DLPackArray self) noexcept:
+    """Returns -1 for _fill's failed import, its error still set, after
+    dropping the source's memory: the object never exposes a half-written
+    descriptor and stays unusable for good."""
+    cdef PyObject* kind
+    cdef PyObject* value
+    cdef PyObject* tb
+    self._state = kFailed
+    # Dropping the owner may run Python code (a destructor, __del__), which
+    # must not start with an exception pending.
+    PyErr_Fetch(&kind, &value, &tb)
+    _reset_placeholder(self)
+    PyErr_Restore(kind, value, tb)
+    return -1
 
 
 cdef inline bint _is_buffer_only_type(type t) noexcept:
@@ -583,37 +600,81 @@ cdef enum:
 
 cdef TypeSlot _import_routes[TYPE_CACHE_SIZE]
 
+# _import_into hands every import on in tail position, through these
+# pointers: their noexcept types make Cython add no error check after the
+# call (the route's -1, its error set, is _import_into's own return value,
+# which its caller checks), being variables they keep the C compiler from
+# inlining the routes, and with at most six arguments each they pass none
+# on the stack, so _import_into needs no stack frame and jumps to the route
+# instead of calling it (issue 23: each line of code an import touches is a
+# line of the instruction cache).
+ctypedef int (*_PlainRoute)(DLPackArray, object, type) noexcept
+ctypedef int (*_Route)(DLPackArray, object, object, object, bint, object) noexcept
+ctypedef int (*_ArrowRoute)(DLPackArray, object, object, object, int) noexcept
+ctypedef int (*_ProbeRoute)(DLPackArray, object, object, object, object, int) noexcept
+cdef _PlainRoute _plain_route = <_PlainRoute><void*>_import_plain_dlpack
+cdef _Route _dlpack_route = <_Route><void*>_import_dlpack_route
+cdef _ArrowRoute _arrow_route = <_ArrowRoute><void*>_import_arrow_route
+cdef _ProbeRoute _probe_route = <_ProbeRoute><void*>_import_by_instance_probes
+cdef _Route _chain_route = <_Route><void*>_import_chain_route
+cdef _Route _copy_route = <_Route><void*>_import_checking_copy
+
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
-                      bint dlpack_only, object stream) except -1:
+                      bint dlpack_only, object stream) noexcept:
     """Fills ``self`` from ``obj`` following the documented protocol precedence.
 
-    Returns 1 when ``stream`` was already checked against the producer's own
-    device and must not be checked against the view's again (a pinned torch
-    tensor: see ready_after_request), else 0.
+    Returns -1 with an error set when the import fails (noexcept: every path
+    is a route's return value, see above); 1 when ``stream`` was already
+    checked against the producer's own device and must not be checked
+    against the view's again (a pinned torch tensor: see
+    ready_after_request); else 0.
     """
-    cdef PyTypeObject* tp = Py_TYPE(obj)
     if copy is not None:  # (None, every plain import's, needs no call to be valid)
-        _check_copy_arg(copy)
+        return _copy_route(self, obj, copy, device, dlpack_only, stream)
+    return _dispatch_import(self, obj, copy, device, dlpack_only, stream)
+
+
+cdef int _import_checking_copy(DLPackArray self, object obj, object copy, object device,
+                               bint dlpack_only, object stream) except -1:
+    """_import_into of a ``copy`` other than None: checked before anything."""
+    _check_copy_arg(copy)
+    return _dispatch_import(self, obj, copy, device, dlpack_only, stream)
+
+
+cdef inline int _dispatch_import(DLPackArray self, object obj, object copy, object device,
+                                 bint dlpack_only, object stream) noexcept:
+    """_import_into once ``copy`` is valid: the cached route of ``obj``'s type,
+    else the full chain (same return value; -1 with an error set)."""
+    cdef PyTypeObject* tp = Py_TYPE(obj)
     cdef TypeSlot* slot = type_slot(_import_routes, tp)
-    # The cache hits and the full chain are separate functions: this one holds
-    # no object locals, so a hit pays no prologue/epilogue for theirs.
     cdef intptr_t route
     if type_slot_hit(slot, tp):
         route = slot.value & _ROUTE_MASK
         if route == _ROUTE_PLAIN_DLPACK:
             # Never numpy.ndarray (not cached): host_only is False.
             if copy is None and device is None and stream is None:
-                return _import_plain_dlpack(self, obj, <type>tp)
-            return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only,
-                                          stream, False)
+                return _plain_route(self, obj, <type>tp)
+            return _dlpack_route(self, obj, copy, device, dlpack_only, stream)
         if route == _ROUTE_ARROW_FIRST:
-            return _import_arrow_first(self, obj, copy, device,
-                                       <int>(slot.value >> _ROUTE_BITS))
+            return _arrow_route(self, obj, copy, device, <int>(slot.value >> _ROUTE_BITS))
         if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
-            return _import_by_instance_probes(self, obj, <type>tp, copy, device, stream,
-                                              <int>(slot.value >> _ROUTE_BITS))
-    return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
+            return _probe_route(self, obj, copy, device, stream,
+                                <int>(slot.value >> _ROUTE_BITS))
+    return _chain_route(self, obj, copy, device, dlpack_only, stream)
+
+
+cdef int _import_dlpack_route(DLPackArray self, object obj, object copy, object device,
+                              bint dlpack_only, object stream) except -1:
+    """The cached plain-``__dlpack__`` route with something requested."""
+    return _import_by_dlpack_call(self, obj, type(obj), copy, device, dlpack_only, stream,
+                                  False)
+
+
+cdef int _import_chain_route(DLPackArray self, object obj, object copy, object device,
+                             bint dlpack_only, object stream) except -1:
+    """A type with no cached route: the full chain."""
+    return _import_by_precedence(self, obj, type(obj), copy, device, dlpack_only, stream)
 
 
 cdef inline int _import_arrow_first(DLPackArray self, object obj, object copy,
@@ -625,6 +686,12 @@ cdef inline int _import_arrow_first(DLPackArray self, object obj, object copy,
     cdef bint copied = False
     self.owner = view_from_arrow(obj, methods, &self._view, &copied, copy)
     return _finish_import(self, copy, device, copied)
+
+
+cdef int _import_arrow_route(DLPackArray self, object obj, object copy, object device,
+                             int methods) except -1:
+    """_import_arrow_first out of line: _import_into's cached Arrow route."""
+    return _import_arrow_first(self, obj, copy, device, methods)
 
 
 cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy, object device,
@@ -683,14 +750,15 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     if api == NULL and not _may_subclass(t):
         type_slot_store(type_slot(_import_routes, tp), tp,
                         _ROUTE_INSTANCE_PROBES | (<intptr_t>methods << _ROUTE_BITS))
-    return _import_by_instance_probes(self, obj, t, copy, device, stream, methods)
+    return _import_by_instance_probes(self, obj, copy, device, stream, methods)
 
 
-cdef int _import_by_instance_probes(DLPackArray self, object obj, type t, object copy,
-                                    object device, object stream, int methods) except -1:
+cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, object device,
+                                    object stream, int methods) except -1:
     """The rest of _import_by_precedence once the type-level checks found no
     DLPackArray, capsule, buffer-only type, exchange table or ``__dlpack__``
-    (same return value); ``methods`` is arrow_methods(t)."""
+    (same return value); ``methods`` is arrow_methods(type(obj))."""
+    cdef type t = <type>Py_TYPE(obj)
     # Instance lookups, as NumPy does: exporters may set these per object.
     source = _interface_source(obj, t)
     # Where neither the object nor its type can hold an array interface,
