@@ -30,6 +30,7 @@ def parse(lines) -> tuple[collections.Counter, collections.Counter]:
     cost line after ``calls=`` is the call's inclusive cost, and is skipped)."""
     names: dict[str, str] = {}
     events: list[str] | None = None
+    npos = 1  # position columns before the costs ("positions: instr line": 2)
     ob = "?"
     addr = 0
     skip = False
@@ -45,7 +46,9 @@ def parse(lines) -> tuple[collections.Counter, collections.Counter]:
         return names.get(m.group(1), spec)
 
     for line in lines:
-        if line.startswith("events:"):
+        if line.startswith("positions:"):
+            npos = len(line.split()) - 1
+        elif line.startswith("events:"):
             events = line.split()[1:]
         elif line.startswith("ob="):
             ob = os.path.basename(resolve(line[3:].strip()))
@@ -65,8 +68,7 @@ def parse(lines) -> tuple[collections.Counter, collections.Counter]:
             if skip:
                 skip = False
                 continue
-            # positions are "instr line": the costs start at the third field.
-            costs = dict(zip(events, parts[2:], strict=False))
+            costs = dict(zip(events, parts[npos:], strict=False))
             key = (ob, addr // LINE)
             if costs.get("Ir", "*").isdigit():
                 ir[key] += int(costs["Ir"])

@@ -48,3 +48,11 @@ def test_misses_follow_their_line():
     before = parse(text.format(n=5, m=5).splitlines(True))
     after = parse(text.format(n=2005, m=1005).splitlines(True))
     assert per_call(before, after, 1000) == {"a.so": (1, 4.0, 1.0)}
+
+
+def test_the_position_columns_come_from_the_header():
+    """Without --dump-line the costs follow the address directly."""
+    text = "positions: instr\nevents: Ir I1mr\nob=(1) /x/b.so\nfn=(1) f\n0x80 {n} {m}\n"
+    before = parse(text.format(n=0, m=0).splitlines(True))
+    after = parse(text.format(n=3000, m=1000).splitlines(True))
+    assert per_call(before, after, 1000) == {"b.so": (1, 3.0, 1.0)}
