@@ -9,6 +9,13 @@ benchmarks/arrow_instructions.py's setup: ``pa_array``, ``arrow_only``,
 instruction in it per call.  The host's L1i (callgrind prints its geometry,
 32 KiB of 64-byte lines here) holds 512 lines: a loop whose lines exceed that
 misses on every call, and the more so the further past it.
+
+``--sets`` (round 9) also lists the cache sets that hold more of the loop's lines
+than the cache has ways: an 8-way L1i of 64 sets indexes a line by its address
+within a 4 KiB page, so a loop far below 512 lines still misses on every call
+when more than 8 of its lines share a set (conflict misses).  Shared objects are
+mapped at page boundaries, so the set of a line follows from its offset in the
+object, which callgrind reports.
 """
 
 from __future__ import annotations
@@ -92,6 +99,17 @@ def per_call(before, after, n: int) -> dict[str, tuple[int, float, float]]:
     return {k: (v[0], v[1], v[2]) for k, v in out.items()}
 
 
+def overfull_sets(before, after, n: int, sets: int = 64, ways: int = 8) -> dict:
+    """Set index -> sorted (object, line, misses per call) of the lines executed
+    per call (as per_call counts them), for the sets holding more than ``ways``."""
+    (ir0, m0), (ir1, m1) = before, after
+    found: dict[int, list] = collections.defaultdict(list)
+    for key in set(ir1) | set(ir0):
+        if (ir1[key] - ir0[key]) / n >= 0.5:
+            found[key[1] % sets].append((key[0], key[1], round((m1[key] - m0[key]) / n, 1)))
+    return {k: sorted(v) for k, v in sorted(found.items()) if len(v) > ways}
+
+
 def _run(stmt: str, n: int):
     from benchmarks.arrow_instructions import _script
 
@@ -108,18 +126,22 @@ def _run(stmt: str, n: int):
             return parse(f)
 
 
-def footprint(stmt: str) -> dict[str, tuple[int, float, float]]:
-    return per_call(_run(stmt, 0), _run(stmt, N), N)
-
-
 def main(argv: list[str]) -> None:
-    for stmt in argv:
-        rows = footprint(stmt)
+    show_sets = "--sets" in argv
+    for stmt in (a for a in argv if a != "--sets"):
+        before, after = _run(stmt, 0), _run(stmt, N)
+        rows = per_call(before, after, N)
         total = [sum(r[i] for r in rows.values()) for i in range(3)]
         print(f"{stmt}: {total[0]} lines, {total[1]:.0f} instructions, "
               f"{total[2]:.1f} L1i misses per call")  # fmt: skip
         for ob, (lines, ins, miss) in sorted(rows.items(), key=lambda kv: -kv[1][0]):
             print(f"  {lines:4d} lines {ins:7.0f} instructions {miss:6.1f} misses  {ob}")
+        if show_sets:
+            full = overfull_sets(before, after, N)
+            print(f"  sets holding more than 8 of these lines: {len(full)}")
+            for index, members in full.items():
+                print(f"    set {index}: " + ", ".join(f"{o} line {ln} ({m} misses)"
+                                               for o, ln, m in members))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.code_lines import parse, per_call
+from benchmarks.code_lines import overfull_sets, parse, per_call
 
 # Two objects; relative addresses (+N/-N, * for the same one); a call whose
 # inclusive cost line must not count; a name given once and then referred to
@@ -56,3 +56,17 @@ def test_the_position_columns_come_from_the_header():
     before = parse(text.format(n=0, m=0).splitlines(True))
     after = parse(text.format(n=3000, m=1000).splitlines(True))
     assert per_call(before, after, 1000) == {"b.so": (1, 3.0, 1.0)}
+
+
+def test_sets_holding_more_lines_than_ways():
+    """Lines 64 apart share a set: nine of them in set 1 overfill an 8-way set, the
+    two lines of set 2 do not, and a line that runs once in both runs is not counted."""
+    body = "".join(f"0x{(1 + 64 * i) * 64:x} {{n}} {{m}}\n" for i in range(9))
+    body += "0x80 {n} 0\n0xc0 {n} 0\n0x1080 1 1\n"
+    text = "positions: instr\nevents: Ir I1mr\nob=(1) /x/c.so\nfn=(1) f\n" + body
+    before = parse(text.format(n=0, m=0).splitlines(True))
+    after = parse(text.format(n=1000, m=2000).splitlines(True))
+    full = overfull_sets(before, after, 1000)
+    assert list(full) == [1]
+    assert full[1] == [("c.so", 1 + 64 * i, 2.0) for i in range(9)]
+    assert overfull_sets(before, after, 1000, ways=9) == {}

@@ -258,12 +258,47 @@ bool stride_is_used(const TensorView& v, int32_t i) {
   return v.shape[i] > 1 && !has_zero_extent(v);
 }
 
-int64_t byte_stride(const TensorView& v, int32_t i) {
-  const int64_t itemsize = dtype_itemsize(v.dtype);
+namespace {
+
+// byte_stride() once the item size is known.
+inline int64_t byte_stride_of(const TensorView& v, int32_t i, int64_t itemsize) {
   int64_t bytes;
   if (!__builtin_mul_overflow(v.strides[i], itemsize, &bytes)) return bytes;
   if (__builtin_mul_overflow(c_contiguous_stride(v, i), itemsize, &bytes)) return itemsize;
   return bytes;
+}
+
+}  // namespace
+
+int64_t byte_stride(const TensorView& v, int32_t i) {
+  return byte_stride_of(v, i, dtype_itemsize(v.dtype));
+}
+
+void measure_buffer_layout(const TensorView& v, int64_t* byte_strides, BufferLayout* out) {
+  const int64_t itemsize = dtype_itemsize(v.dtype);  // the one throw: before any write
+  out->itemsize = itemsize;
+  out->format = pep3118_from_dtype(v.dtype);
+  if (v.ndim == 1) {
+    // One dimension (every Arrow column, most arrays read once): the
+    // functions below with their one pass written out, the same answers
+    // (tests/test_buffer_layout.py holds both to NumPy's own buffer export).
+    const int64_t n = v.shape[0];
+    const bool dense = n == 0 || n == 1 || v.strides[0] == 1;
+    out->c_contiguous = dense;
+    out->f_contiguous = dense;
+    out->len = dense_nbytes(n, itemsize);
+    if (byte_strides != nullptr) byte_strides[0] = byte_stride_of(v, 0, itemsize);
+  } else {
+    out->c_contiguous = is_c_contiguous(v);
+    out->f_contiguous = is_f_contiguous(v);
+    // view_nbytes without its OverflowError: a broadcast view of more than
+    // int64 bytes is a legal view, refused only by the export that reads len.
+    out->len = dense_nbytes(view_size(v), itemsize);
+    if (byte_strides != nullptr) {
+      for (int32_t i = 0; i < v.ndim; ++i) byte_strides[i] = byte_stride_of(v, i, itemsize);
+    }
+  }
+  out->known = true;
 }
 
 void set_strides_from_bytes(TensorView& v, const int64_t* byte_strides, const char* source) {

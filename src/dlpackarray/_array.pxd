@@ -1,9 +1,9 @@
 # cython: language_level=3
 from cpython.object cimport PyTypeObject
+from libc.stdint cimport int64_t
 from libcpp.vector cimport vector
 
-from dlpackarray.core cimport TensorView
-from dlpackarray._buffer_layout cimport BufferLayout
+from dlpackarray.core cimport BufferLayout, TensorView
 
 
 # The life of a DLPackArray (docs/protocols.rst, "Lifetime"): initialised once,
@@ -32,8 +32,8 @@ cdef class DLPackArray:
     # np.asarray(DLPackArray(x)), allocates nothing), else in the vector.  A
     # C++ member, destroyed by the generated tp_dealloc: the class needs no
     # __dealloc__, whose error-state save/restore every array would pay.
-    cdef Py_ssize_t _byte_strides_inline[8]
-    cdef vector[Py_ssize_t] _byte_strides
+    cdef int64_t _byte_strides_inline[8]
+    cdef vector[int64_t] _byte_strides
     # The request-independent part of buffer exports, made on the first one.
     cdef BufferLayout _buffer_layout
     cdef tuple _shape

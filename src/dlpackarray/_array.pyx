@@ -11,14 +11,14 @@ from cpython.ref cimport Py_INCREF
 from cpython.dict cimport PyDict_Check
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
-from libc.stdint cimport intptr_t, uint8_t, uintptr_t
+from libc.stdint cimport int64_t, intptr_t, uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
     DLDataType, DLDevice, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt, kDLUInt,
 )
 from dlpackarray.core cimport kDLPackMajorVersion, kDLPackMinorVersion
 from dlpackarray.core cimport (
-    CopyMode, TensorView, byte_stride, device_text, dtype_itemsize, is_c_contiguous,
+    CopyMode, TensorView, device_text, dtype_itemsize, is_c_contiguous,
     is_f_contiguous, kInlineNdim, validate,
     DeviceRoute, kConsumer, kRouteCopyToHost, kRouteRelabelHost, route_device_request,
     supported_dtypes_text, view_nbytes, view_size,
@@ -1071,23 +1071,14 @@ cdef class DLPackArray:
     # -- buffer protocol ------------------------------------------------------
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         check_ready(self)
-        cdef int i
-        cdef Py_ssize_t* strides
-        if self._view.ndim == 0:
-            fill_buffer(buffer, self, &self._view, NULL, flags, &self._buffer_layout)
-            return
+        cdef int64_t* strides = NULL
+        # The byte strides are made with the layout, on the first export
+        # (fill_buffer), and read by every later one.
         if self._view.ndim <= 8:
             strides = self._byte_strides_inline
-            # The layout is measured after the strides are made: before the
-            # first successful export both are (re)made.
-            if not self._buffer_layout.known:
-                for i in range(self._view.ndim):
-                    strides[i] = byte_stride(self._view, i)
         else:
-            if self._byte_strides.empty():
+            if not self._buffer_layout.known:
                 self._byte_strides.resize(self._view.ndim)
-                for i in range(self._view.ndim):
-                    self._byte_strides[i] = byte_stride(self._view, i)
             strides = self._byte_strides.data()
         fill_buffer(buffer, self, &self._view, strides, flags, &self._buffer_layout)
 

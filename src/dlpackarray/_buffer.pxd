@@ -1,8 +1,8 @@
 # cython: language_level=3
 from cpython.buffer cimport Py_buffer
 from cpython.object cimport PyObject
-from dlpackarray.core cimport TensorView
-from dlpackarray._buffer_layout cimport BufferLayout
+from libc.stdint cimport int64_t
+from dlpackarray.core cimport BufferLayout, TensorView
 
 
 # no_gc_clear (the decorator is on the class in _buffer.pyx, where Cython
@@ -30,4 +30,4 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out)
 
 
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
-                     Py_ssize_t* byte_strides, int flags, BufferLayout* layout) except -1
+                     int64_t* byte_strides, int flags, BufferLayout* layout) except -1

@@ -16,9 +16,9 @@ import mmap as _mmap_module
 from dlpackarray.abi cimport kDLCPU
 from dlpackarray._internal cimport synchronize_for_host_read
 from dlpackarray.core cimport (
-    TensorView, dtype_from_pep3118, dtype_itemsize, dtype_name, is_c_contiguous,
-    is_f_contiguous, kMaxNdim, pep3118_from_dtype, require_host_memory, set_strides_from_bytes,
-    validate, validate_within, view_nbytes,
+    BufferLayout, TensorView, dtype_from_pep3118, dtype_name, is_c_contiguous, kMaxNdim,
+    measure_buffer_layout, require_host_memory, set_strides_from_bytes, validate,
+    validate_within, view_nbytes,
 )
 
 
@@ -234,30 +234,18 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     return owner
 
 
-cdef int _measure(const TensorView* v, BufferLayout* layout) except -1:
-    """Fills ``layout`` once the view was found readable by the host."""
-    require_host_memory(v.device, b"export the data through the buffer protocol")
-    layout.format = pep3118_from_dtype(v.dtype)
-    layout.c_contiguous = is_c_contiguous(v[0])
-    layout.f_contiguous = is_f_contiguous(v[0])
-    layout.itemsize = dtype_itemsize(v.dtype)
-    try:
-        layout.len = view_nbytes(v[0])
-    except OverflowError:
-        layout.len = -1  # raised again where the export reads len
-    layout.known = True
-    return 0
-
-
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
-                     Py_ssize_t* byte_strides, int flags, BufferLayout* layout) except -1:
-    """Fills ``buf`` for ``__getbuffer__``; ``byte_strides`` holds v's strides
-    in bytes, ``layout`` what earlier exports of ``v`` measured (filled here
-    on the first one).  The checks run in the same order on every export."""
+                     int64_t* byte_strides, int flags, BufferLayout* layout) except -1:
+    """Fills ``buf`` for ``__getbuffer__``; ``layout`` holds what earlier exports
+    of ``v`` measured and ``byte_strides`` (room for v.ndim values) v's strides
+    in bytes: both are made here on the first export, in one call into the
+    core.  The checks run in the same order on every export."""
     if (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE and v.readonly:
         raise BufferError("a writable buffer was requested but the array is read-only")
     if not layout.known:
-        _measure(v, layout)
+        if v.device.device_type != kDLCPU:
+            require_host_memory(v.device, b"export the data through the buffer protocol")
+        measure_buffer_layout(v[0], byte_strides, layout)
     if v.device.device_type != kDLCPU:
         synchronize_for_host_read(v)  # CUDA hook: pinned/managed memory
     cdef const char* fmt = layout.format
@@ -305,7 +293,7 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
         buf.shape = <Py_ssize_t*>v.shape
         buf.strides = NULL
         if (flags & PyBUF_STRIDES) == PyBUF_STRIDES:
-            buf.strides = byte_strides
+            buf.strides = <Py_ssize_t*>byte_strides
     # Called from __getbuffer__, where Cython pre-set obj to None; this
     # assignment swaps the references.
     buf.obj = exporter

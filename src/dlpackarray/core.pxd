@@ -66,6 +66,20 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     int64_t view_nbytes(const TensorView& v) except +raise_py_error
     cbool is_c_contiguous(const TensorView& v)
     cbool is_f_contiguous(const TensorView& v)
+    # What a buffer export of an immutable view needs that does not depend on
+    # the request: measured on the first export (measure_buffer_layout, which
+    # also makes the byte strides unless given NULL; the caller checks host
+    # access first), read by every later one.  Zeroed memory (tp_alloc, a
+    # recycled instance) reads "not known".
+    cdef struct BufferLayout:
+        cbool known
+        cbool c_contiguous
+        cbool f_contiguous
+        const char* format  # PEP 3118 code, NULL if the dtype has none
+        int64_t itemsize
+        int64_t len  # -1: more than int64 bytes (the export raises OverflowError)
+    void measure_buffer_layout(const TensorView& v, int64_t* byte_strides,
+                               BufferLayout* out) except +raise_py_error
     void set_c_strides(TensorView& v)
     cbool stride_is_used(const TensorView& v, int32_t i)
     int64_t byte_stride(const TensorView& v, int32_t i) except +raise_py_error

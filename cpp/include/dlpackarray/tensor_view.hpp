@@ -92,6 +92,26 @@ int64_t view_nbytes(const TensorView& v);
 bool is_c_contiguous(const TensorView& v);
 bool is_f_contiguous(const TensorView& v);
 
+// The part of a PEP 3118 buffer export of a view that no request changes.
+// Zeroed memory (a freshly allocated or recycled object) reads "not known".
+struct BufferLayout {
+  bool known;          // false until measure_buffer_layout() has filled it
+  bool c_contiguous;   // is_c_contiguous(v)
+  bool f_contiguous;   // is_f_contiguous(v)
+  const char* format;  // pep3118_from_dtype(v.dtype): NULL where no code exists
+  int64_t itemsize;    // dtype_itemsize(v.dtype)
+  int64_t len;         // view_nbytes(v), or -1 where that overflows int64
+};
+
+// Fills *out, and byte_strides[i] = byte_stride(v, i) for every dimension
+// unless byte_strides is NULL, in one call: the first buffer export of a
+// view (np.asarray(DLPackArray(x))) makes one call into the core instead of
+// one per quantity (each function above inlined into it; one dimension
+// takes a pass of its own).  The caller checks that the host can read the
+// memory first (require_host_memory).  Throws BufferError for a dtype of no
+// whole-byte item size, before anything is written.
+void measure_buffer_layout(const TensorView& v, int64_t* byte_strides, BufferLayout* out);
+
 // Fills strides for a C-contiguous layout of v.shape (zero extents count as
 // 1).  A shape that validate() refuses may get meaningless strides.
 void set_c_strides(TensorView& v);
