@@ -83,9 +83,8 @@ def views(draw):
     dtype = np.dtype(draw(st.sampled_from(DTYPES)))
     ndim = draw(st.sampled_from([1, 1, 0, 2, 3, 5]))
     shape = tuple(draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim)))
-    base = np.arange(max(1, int(np.prod([n * 2 for n in shape]))), dtype=np.int64)
-    a = base.astype(dtype).reshape(-1)[: int(np.prod([n * 2 for n in shape]))]
-    a = a.reshape(tuple(n * 2 for n in shape)) if ndim else a[:1].reshape(())
+    full = tuple(n * 2 for n in shape)  # room for steps of 2
+    a = np.arange(int(np.prod(full)), dtype=np.int64).astype(dtype).reshape(full)
     idx = tuple(slice(None, None, draw(st.sampled_from([2, -2]))) for _ in shape)
     v = a[idx] if ndim else a
     if ndim > 1 and draw(st.booleans()):
