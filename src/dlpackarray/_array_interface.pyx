@@ -262,6 +262,16 @@ cdef object view_from_array_interface(object obj, object iface, TensorView* out)
     return buf
 
 
+cdef int _check_struct_descr(object obj, object descr, const TensorView* out) except -1:
+    # Apart from view_from_array_struct_capsule, which would otherwise
+    # construct and destroy the C++ string of the typestr on every import
+    # (Cython declares it at the top of the function it is in).
+    ts = typestr_from_dtype(out.dtype).decode()
+    if not dtype_equal(_resolve_dtype(ts, descr, _src(obj, "__array_struct__")), out.dtype):
+        raise TypeError(f"{_src(obj, '__array_struct__')}: descr disagrees with typekind")
+    return 0
+
+
 cdef object view_from_array_struct_capsule(object obj, object capsule, TensorView* out):
     cdef const char* name
     cdef ArrayInterfaceStruct* s
@@ -276,10 +286,7 @@ cdef object view_from_array_struct_capsule(object obj, object capsule, TensorVie
     s = <ArrayInterfaceStruct*>PyCapsule_GetPointer(capsule, NULL)
     view_from_array_struct(s[0], out)
     if (s.flags & kArrHasDescr) and s.descr != NULL:
-        ts = typestr_from_dtype(out.dtype).decode()
-        if not dtype_equal(_resolve_dtype(ts, <object>s.descr, _src(obj, "__array_struct__")),
-                           out.dtype):
-            raise TypeError(f"{_src(obj, '__array_struct__')}: descr disagrees with typekind")
+        _check_struct_descr(obj, <object>s.descr, out)
     # The capsule keeps the struct (and, by its context, usually the data)
     # alive; the object is kept as well because the spec lets exporters rely
     # on the consumer holding it.
@@ -419,9 +426,28 @@ cdef object _import_numpy():
     return _numpy
 
 
+cdef object _export_extension_dtype(object np, const TensorView* v, tuple shape,
+                                    object keepalive):
+    """bfloat16/float8, which NumPy knows only through ml_dtypes: the same
+    bytes described as unsigned ints of the same width, then reinterpreted.
+    Apart from export_numpy, whose every call would otherwise construct and
+    destroy the C++ string of the name and the TensorView copy."""
+    cdef TensorView raw
+    name = dtype_name(v.dtype).decode()
+    try:
+        import ml_dtypes
+        target = np.dtype(getattr(ml_dtypes, name))
+    except (ImportError, AttributeError, TypeError):
+        raise TypeError(f"NumPy has no dtype {name}; install ml_dtypes to convert it, or "
+                        "use DLPack") from None
+    raw = v[0]
+    raw.dtype.code = kDLUInt
+    arr = np.asarray(_InterfaceHolder(export_array_interface(&raw, shape), keepalive))
+    return arr.view(target)
+
+
 cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, object dtype,
                          object copy):
-    cdef TensorView raw
     parse_copy(copy)
     require_host_memory(v.device, b"export the data through __array__")
     if v.device.device_type != kDLCPU:
@@ -432,19 +458,7 @@ cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, obj
         # memoryview's Py_buffer keeps `keepalive` (the exporter) alive.
         arr = np.asarray(memoryview(keepalive))
     else:
-        # bfloat16/float8: NumPy knows them only through ml_dtypes.  Describe
-        # the same bytes as unsigned ints of the same width and reinterpret.
-        name = dtype_name(v.dtype).decode()
-        try:
-            import ml_dtypes
-            target = np.dtype(getattr(ml_dtypes, name))
-        except (ImportError, AttributeError, TypeError):
-            raise TypeError(f"NumPy has no dtype {name}; install ml_dtypes to convert it, or "
-                            "use DLPack") from None
-        raw = v[0]
-        raw.dtype.code = kDLUInt
-        arr = np.asarray(_InterfaceHolder(export_array_interface(&raw, shape), keepalive))
-        arr = arr.view(target)
+        arr = _export_extension_dtype(np, v, shape, keepalive)
     if dtype is not None:
         wanted = np.dtype(dtype)
         if wanted != arr.dtype:

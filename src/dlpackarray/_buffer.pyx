@@ -234,6 +234,15 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
     return owner
 
 
+cdef int _raise_no_format(const TensorView* v) except -1:
+    # Out of fill_buffer: Cython declares the C++ string of this message at
+    # the top of the function it is in, so every export would construct and
+    # destroy one (issue 23, round 10).
+    raise BufferError(
+        f"dtype {dtype_name(v.dtype).decode()} has no PEP 3118 format code; export it "
+        "through DLPack instead")
+
+
 cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
                      int64_t* byte_strides, int flags, BufferLayout* layout) except -1:
     """Fills ``buf`` for ``__getbuffer__``; ``layout`` holds what earlier exports
@@ -252,9 +261,7 @@ cdef int fill_buffer(Py_buffer* buf, object exporter, const TensorView* v,
     cdef bint simple = (flags & PyBUF_ND) != PyBUF_ND
     cdef bint c_contig = layout.c_contiguous
     if fmt == NULL and not (simple and c_contig):
-        raise BufferError(
-            f"dtype {dtype_name(v.dtype).decode()} has no PEP 3118 format code; export it "
-            "through DLPack instead")
+        return _raise_no_format(v)
     if (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS and not c_contig:
         raise BufferError("a C-contiguous buffer was requested but the array is not C-contiguous")
     if (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS and not layout.f_contiguous:

@@ -111,6 +111,13 @@ cdef DType dtype_object(DLDataType dt):
     cdef object found = _dtype_cache.get(key)
     if found is not None:
         return <DType>found
+    return _new_dtype_object(dt, key)
+
+
+cdef DType _new_dtype_object(DLDataType dt, unsigned long key):
+    # Out of dtype_object: Cython declares the C++ string of the name at the
+    # top of the function it is in, so every cached lookup (every x.dtype)
+    # would construct and destroy one (issue 23, round 10).
     cdef DType d = <DType>_dtype_alloc(DType, <PyObject*>_NO_ARGS, NULL)
     d.dt = dt
     d.code = dt.code
@@ -128,6 +135,13 @@ cdef DLDataType parse_dtype(object obj) except *:
     """DType, name, typestr, NumPy dtype/scalar type or Python scalar type -> DLDataType."""
     if isinstance(obj, DType):
         return (<DType>obj).dt
+    return _parse_dtype_by_name(obj)
+
+
+cdef DLDataType _parse_dtype_by_name(object obj) except *:
+    # parse_dtype for everything but a DType, apart so that a DType (view(),
+    # astype() and DType() of one) constructs no C++ string: Cython declares
+    # the name's temporary at the top of the function it is in.
     if isinstance(obj, str):
         return dtype_from_name((<str>obj).encode())
     if obj in _PY_TYPE_NAMES:
