@@ -22,6 +22,8 @@ import re
 import statistics
 import sys
 
+from benchmarks.harness import _ratio
+
 # (case, contender, reference, route label)
 IMPORT_PAIRS = [
     ("B9/np.asarray/1KB", "dlpackarray",
@@ -50,15 +52,14 @@ _NAME = re.compile(r"-(?P<label>[A-Za-z0-9]+)-shift(?P<shift>\d+)-set\d+\.json$"
 
 
 def run_ratios(result: dict, case: str, contender: str, reference: str) -> list[float]:
-    """The median per-round paired ratio of each run of one result file."""
-    ratios = []
-    for run in result["runs"]:
-        for c in run:
-            if c["name"] == case:
-                mine = c["contenders"][contender]["samples_ns"]
-                ref = c["contenders"][reference]["samples_ns"]
-                ratios.append(statistics.median(a / b for a, b in zip(mine, ref, strict=True)))
-    return ratios
+    """The median per-round paired ratio of each run of one result file, as
+    the harness computes it for a target (``_ratio``'s ``paired_median``)."""
+    return [
+        _ratio(record, contender, reference)["paired_median"]
+        for run in result["runs"]
+        for record in run
+        if record["name"] == case
+    ]
 
 
 def collect(directory: pathlib.Path, pairs) -> dict:

@@ -3,7 +3,7 @@
 Every call from a module into libpython or the core, and from the core into
 libpython, goes through the GOT (``-fno-plt``): a PLT stub costs an indirect jump
 and a line of the instruction cache per target, which callgrind does not show,
-and removing them took the imports 4-13 % nearer their floors in wall time at
+and removing them took the imports 1-13 % nearer their floors in wall time at
 each of four code placements (benchmarks/README.md, "Placement sweeps").
 ``DLPACKARRAY_CODE_SHIFT`` (measurement only) pads the hot section so that such
 sweeps can be made.

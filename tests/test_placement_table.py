@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 from benchmarks import placement
 
@@ -14,9 +15,13 @@ def _result(ours: list[list[float]], ref: list[list[float]]) -> dict:
             [
                 {
                     "name": case,
+                    "unit": "ns",
                     "contenders": {
-                        "dlpackarray": {"samples_ns": mine},
-                        "spec consumer floor: DLPackSpecWrap(pa_array)": {"samples_ns": other},
+                        "dlpackarray": {"samples_ns": mine, "median_ns": statistics.median(mine)},
+                        "spec consumer floor: DLPackSpecWrap(pa_array)": {
+                            "samples_ns": other,
+                            "median_ns": statistics.median(other),
+                        },
                     },
                 },
                 {"name": "B2/into-numpy", "contenders": {}},
