@@ -17,6 +17,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 # Idle OpenBLAS worker threads spin after numpy starts them; on a small
@@ -35,7 +36,10 @@ from benchmarks import (
 )
 from benchmarks.harness import Settings, now_iso, run_case
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Results never go into the source tree: a run writes to --out-dir, by default a folder
+# under the system's temporary directory that the run prints.
+DEFAULT_OUT_DIR = os.path.join(tempfile.gettempdir(), "dlpackarray-bench")
 FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B12")
 
 
@@ -109,7 +113,7 @@ def _git_commit() -> str:
             ["git", "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
-            cwd=os.path.dirname(RESULTS_DIR),
+            cwd=HERE,
             check=True,
         ).stdout.strip()
     except Exception:  # noqa: BLE001 -- metadata only
@@ -129,7 +133,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=None,
         help="comma-separated families (B1..B12) or case-name prefixes",
     )
-    p.add_argument("--out-dir", default=RESULTS_DIR, help="where results are written")
+    p.add_argument(
+        "--out-dir",
+        default=DEFAULT_OUT_DIR,
+        help=f"where results are written (default {DEFAULT_OUT_DIR}; never inside the tree)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument(
         "--rounds",

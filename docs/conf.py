@@ -6,7 +6,6 @@ installed package; an in-tree build installed into ``./.site`` is used when pres
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -48,35 +47,3 @@ autodoc_default_options = {"members": True, "undoc-members": False}
 html_theme = "furo"
 html_title = f"dlpackarray {release}"
 
-
-def _collect_benchmark_results() -> None:
-    """Write one page per recorded benchmark run into _generated/runs/.
-
-    A run is ``benchmarks/results/<name>.md`` (its tables) and the plots
-    ``<name>_*.png``; benchmarks_runs.md lists the pages with a glob.  The results are
-    produced by ``python -m benchmarks.run`` and may be absent; one page then says so,
-    so that the glob matches and the build does not fail.
-    """
-    results = ROOT / "benchmarks" / "results"
-    out_dir = DOCS / "_generated"
-    runs = out_dir / "runs"
-    shutil.rmtree(out_dir, ignore_errors=True)
-    runs.mkdir(parents=True)
-    tables = {p.stem: p for p in sorted(results.glob("*.md"))} if results.is_dir() else {}
-    images = sorted(results.glob("*.png")) if results.is_dir() else []
-    names = set(tables) | {image.stem.rsplit("_", 1)[0] for image in images}
-    if not names:
-        (runs / "none.md").write_text(
-            "# No recorded runs\n\nRun `python -m benchmarks.run` to write results to "
-            "`benchmarks/results/`, then rebuild the documentation.\n"
-        )
-    for name in sorted(names):
-        text = tables[name].read_text() if name in tables else f"# Benchmark run `{name}`\n"
-        for image in images:
-            if image.stem.rsplit("_", 1)[0] == name:
-                shutil.copy2(image, runs / image.name)
-                text += f"\n![{image.stem}]({image.name})\n"
-        (runs / f"{name}.md").write_text(text)
-
-
-_collect_benchmark_results()

@@ -243,7 +243,7 @@ def test_bench_quick_runs_the_smoke_suite_with_progress(tmp_path):
         pytest.skip("no benchmarks/ next to the tests")
     require("numpy", "the benchmark cases use it")
     # From another folder, without --output: the results go to a new directory there,
-    # whose name is printed, and never into the checkout's benchmarks/results/.
+    # whose name is printed, never into the source tree.
     path = os.pathsep.join([root, *(p for p in sys.path if p)])
     proc = run_module(
         "bench", "--quick", "--cases", "B1", "--name", "t", cwd=str(tmp_path),

@@ -4,8 +4,8 @@ an emoji renders as an empty box.  The interop matrix once marked crashed cells 
 
 Scanned: every source the site is built from -- docs/ (pages, and the generated
 interop.md, which `python -m dlpackarray matrix --check docs` keeps equal to what the
-generator writes), README.md, benchmarks/README.md and benchmarks/results/*.md (included
-by the benchmark pages) and the package's sources (docstrings become the API page).
+generator writes), README.md, benchmarks/README.md and the package's sources (docstrings
+become the API page).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ def site_sources() -> list[Path]:
     paths = [ROOT / "README.md", ROOT / "benchmarks" / "README.md"]
     for pattern in ("*.md", "*.rst", "*.py"):
         paths += (ROOT / "docs").rglob(pattern)
-    paths += (ROOT / "benchmarks" / "results").glob("*.md")
     for pattern in ("*.py", "*.pyx", "*.pyi"):
         paths += (ROOT / "src" / "dlpackarray").rglob(pattern)
     return sorted(p for p in paths if "_generated" not in p.parts and "_build" not in p.parts)

@@ -72,3 +72,36 @@ def test_test_extra_is_small_and_interop_holds_the_array_libraries():
     assert names("test") == {"pytest", "hypothesis", "numpy", "ml_dtypes", "cython"}
     assert {"torch", "jax", "pyarrow", "polars", "duckdb", "nanoarrow"} <= names("interop")
     assert "torch==2.13.0" in extras["interop"]  # never an unpinned torch
+
+
+def test_benchmark_results_are_written_outside_the_source_tree():
+    """A benchmark run's default output folder lies outside the checkout, so results are
+    never committed by accident (docs/performance.md keeps the latest figures)."""
+    if not (ROOT / "benchmarks" / "run.py").is_file():
+        pytest.skip("no benchmarks/ next to the tests")
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import run
+    finally:
+        sys.path.remove(str(ROOT))
+    default = Path(run.parse_args([]).out_dir).resolve()
+    assert ROOT not in default.parents and default != ROOT, default
+
+
+def test_no_benchmark_results_are_tracked():
+    """Generated results (JSON, tables, plots) stay out of git and out of the sdist."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(
+        ["git", "ls-files", "benchmarks/results", "dlpackarray-bench-*"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert tracked == []
+    assert "benchmarks/results" in _pyproject()["tool"]["scikit-build"]["sdist"]["exclude"]

@@ -5,64 +5,8 @@
 #ifndef DLPACKARRAY_PYTHON_THREAD_STATE_HPP_
 #define DLPACKARRAY_PYTHON_THREAD_STATE_HPP_
 
-#ifdef Py_LIMITED_API
-#include <cstdlib>
-
-#include "glibc_dl_compat.hpp"  // dlsym at its pre-2.34 version
-#endif
-
 namespace dla::py {
 
-#ifdef Py_LIMITED_API
-// The opt-in abi3 build (CMakeLists.txt DLPACKARRAY_LIMITED_API): the
-// questions below have no Limited-API answer before 3.13, and their names
-// changed in 3.13, so one abi3 binary binds, once, to whichever functions the
-// running libpython exports (all of 3.10-3.13 export the ones named here).
-struct ThreadStateApi {
-  int (*is_finalizing)();
-  PyThreadState* (*current_unchecked)();
-  int (*gil_check)();
-  PyInterpreterState* (*main_interpreter)();
-  bool per_thread_current;  // 3.12+: the unchecked current state is this thread's
-};
-
-inline const ThreadStateApi& thread_state_api() noexcept {
-  static const ThreadStateApi api = [] {
-    ThreadStateApi a{};
-    auto find = [](const char* name, const char* old) {
-      void* f = dlsym(RTLD_DEFAULT, name);
-      return f != nullptr ? f : dlsym(RTLD_DEFAULT, old);
-    };
-    a.is_finalizing = reinterpret_cast<int (*)()>(find("Py_IsFinalizing", "_Py_IsFinalizing"));
-    a.current_unchecked = reinterpret_cast<PyThreadState* (*)()>(
-        find("PyThreadState_GetUnchecked", "_PyThreadState_UncheckedGet"));
-    a.gil_check = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Check"));
-    a.main_interpreter =
-        reinterpret_cast<PyInterpreterState* (*)()>(dlsym(RTLD_DEFAULT, "PyInterpreterState_Main"));
-    // Py_GetVersion() starts with "3.<minor>".
-    const char* v = Py_GetVersion();
-    a.per_thread_current = v[0] == '3' && v[1] == '.' && std::atoi(v + 2) >= 12;
-    if (!a.is_finalizing || !a.current_unchecked || !a.gil_check || !a.main_interpreter)
-      std::abort();  // a libpython this build was never meant for
-    return a;
-  }();
-  return api;
-}
-
-inline bool interpreter_finalizing() noexcept { return thread_state_api().is_finalizing() != 0; }
-
-inline bool holds_gil() noexcept {
-  const ThreadStateApi& api = thread_state_api();
-  PyThreadState* current = api.current_unchecked();
-  if (api.per_thread_current) return current != nullptr;
-  return current != nullptr && current == PyGILState_GetThisThreadState();
-}
-
-inline int gil_check() noexcept { return thread_state_api().gil_check(); }
-inline PyInterpreterState* main_interpreter() noexcept {
-  return thread_state_api().main_interpreter();
-}
-#else
 inline int gil_check() noexcept { return PyGILState_Check(); }
 inline PyInterpreterState* main_interpreter() noexcept { return PyInterpreterState_Main(); }
 
@@ -98,7 +42,6 @@ inline bool holds_gil() noexcept {
   return current != nullptr && current == PyGILState_GetThisThreadState();
 #endif
 }
-#endif  // Py_LIMITED_API
 
 // Runs `run` (GIL held) with the thread's error indicator set aside.  Code that
 // may run while an exception propagates (a capsule, owner or deleter dropped
