@@ -46,4 +46,3 @@ autodoc_default_options = {"members": True, "undoc-members": False}
 
 html_theme = "furo"
 html_title = f"dlpackarray {release}"
-
