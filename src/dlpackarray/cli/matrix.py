@@ -60,6 +60,7 @@ _LIBRARY_NAMES = {
 LIMITATIONS = {
     "torch-negative-strides": "torch aborts on negative strides",
     "torch-read-only": "torch ignores READ_ONLY",
+    "tvm-ffi-read-only": "tvm-ffi ignores READ_ONLY",
     "legacy-capsule-consumers": "legacy-capsule consumers refuse read-only data",
     "jax-unaligned": "JAX copies unaligned data",
 }
@@ -69,8 +70,8 @@ def _limitation(cell: dict) -> str | None:
     c, case, st = cell["consumer"], cell["case"], cell["status"]
     if c == "torch" and case.endswith("negative strides") and st == CRASHED:
         return "torch-negative-strides"
-    if c == "torch" and cell.get("readonly") and st == ZERO_COPY:
-        return "torch-read-only"
+    if c in ("torch", "tvm-ffi") and cell.get("readonly") and st == ZERO_COPY:
+        return f"{c}-read-only"
     if st == REFUSED and "legacy" in cell["reason"] and cell["whose"] == c:
         return "legacy-capsule-consumers"
     if c == "jax" and case.endswith("unaligned") and st == COPIED:
