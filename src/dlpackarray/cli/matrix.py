@@ -30,6 +30,8 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
+from dlpackarray.cli.packages import install_names
+
 ZERO_COPY = "zero-copy"
 COPIED = "copied"
 REFUSED = "refused"
@@ -81,12 +83,25 @@ def _limitation(cell: dict) -> str | None:
 # -- worker side ----------------------------------------------------------------------------
 
 
-def _clean(text: str) -> str:
-    """First line of a message, addresses masked, bounded: stable from run to run."""
+#: Longest reason a cell records (the page's footnotes stay one readable line).
+REASON_LIMIT = 160
+
+
+def _clean(text: str, limit: int | None = REASON_LIMIT) -> str:
+    """First line of a message, addresses masked (stable from run to run) and, past
+    ``limit`` characters, cut between two words with " ..." after the last whole one (a
+    first word longer than the limit is kept whole)."""
     line = (text.strip().splitlines() or [""])[0]
     line = re.sub(r"0x[0-9a-fA-F]+", "0x…", line)
     line = re.sub(r" at 0x…", "", line)
-    return line if len(line) <= 160 else line[:157] + "..."
+    if limit is None or len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit - 3)
+    if cut <= 0:
+        cut = line.find(" ")
+        if cut < 0:
+            return line
+    return line[:cut].rstrip() + " ..."
 
 
 def _reason(exc: BaseException) -> str:
@@ -420,10 +435,17 @@ def generate(
         kept.append(cell)
     kept.sort(key=lambda c: (c["consumer"], c["producer"], c["case"]))
     order = {"producers": p_names, "consumers": c_names, "cases": k_names}
+    # The workers run this interpreter with this package first on the path, so what is
+    # importable here is what the cells could import.
+    missing = {
+        "producers": [n for n in p_names if not _installed(defs.PRODUCER_BY_NAME[n].library)],
+        "consumers": [n for n in c_names if not _installed(defs.CONSUMER_BY_NAME[n].library)],
+    }
     return {
         "generator": "python -m dlpackarray matrix" + (" --quick" if quick else ""),
         "versions": _versions(),
         **order,
+        "not_installed": missing,
         "not_applicable": sum(1 for c in results if c["status"] == NA),
         "totals": totals(kept),
         "cells": kept,
@@ -553,13 +575,27 @@ def render_markdown(doc: dict) -> str:
 
 def summary_table(doc: dict) -> str:
     """Plain-text totals per consumer, for the terminal."""
+    from dlpackarray.cli.matrix_cells import CONSUMER_BY_NAME
+
     header = f"{'consumer':<12}" + "".join(f"{s:>11}" for s in STATUSES)
     lines = [header]
+    missing = doc.get("not_installed", {}).get("consumers", [])
     for c in doc["consumers"]:
+        if c in missing:
+            # No cell ran: zeros would read as "ran and never worked".
+            hint = " ".join(install_names([CONSUMER_BY_NAME[c].library]))
+            lines.append(f"{c:<12}{'not installed':>11} (pip install {hint})")
+            continue
         mine = totals([x for x in doc["cells"] if x["consumer"] == c])
         lines.append(f"{c:<12}" + "".join(f"{mine[s]:>11}" for s in STATUSES))
     t = doc["totals"]
     lines.append(f"{'total':<12}" + "".join(f"{t[s]:>11}" for s in STATUSES))
+    producers = doc.get("not_installed", {}).get("producers", [])
+    if producers:
+        from dlpackarray.cli.matrix_cells import PRODUCER_BY_NAME
+
+        hint = " ".join(install_names([PRODUCER_BY_NAME[p].library for p in producers]))
+        lines.append(f"producers not installed: {', '.join(producers)} (pip install {hint})")
     return "\n".join(lines)
 
 
@@ -571,7 +607,8 @@ _LISTED_PER_REASON = 5
 def closing_report(doc: dict) -> tuple[list[str], bool]:
     """The crashed and refused cells, grouped by consumer and reason, each group with its
     documented reason (the known limitation it matches, docs/limitations.md) or the
-    consumer's own error; and whether a crash matched no known limitation."""
+    consumer's own error; and whether a crash matched no known limitation.  Every crashed
+    cell is listed; a refusal group longer than a few cells is summarised."""
     groups: dict[tuple, list[str]] = {}
     for cell in doc["cells"]:
         if cell["status"] in (CRASHED, REFUSED):
@@ -587,10 +624,14 @@ def closing_report(doc: dict) -> tuple[list[str], bool]:
             unknown_crash = True
         else:
             why = "the consumer's refusal, as it words it"
+        lines.append(f"{status} in {consumer} ({len(where)}): {reason}; {why}")
+        if status == CRASHED:
+            # Crashes are rare and each one matters: every cell, one per line.
+            lines += [f"    {cell}" for cell in where]
+            continue
         shown = ", ".join(where[:_LISTED_PER_REASON])
         if len(where) > _LISTED_PER_REASON:
             shown += f", and {len(where) - _LISTED_PER_REASON} more (--json lists every cell)"
-        lines.append(f"{status} in {consumer} ({len(where)}): {reason}; {why}")
         lines.append(f"    {shown}")
     if not lines:
         lines.append("no cell crashed or was refused")
