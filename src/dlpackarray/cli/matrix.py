@@ -2,11 +2,13 @@
 
 ``python -m dlpackarray matrix [--quick] [--write DIR] [--check DIR]``
 
-Cells run in worker processes, one consumer per worker (so each worker imports a consumer
-once), two workers at a time.  A worker announces each stage of a cell before running it
-and reports the cell's result as soon as it has it; when a worker dies (an abort inside a
-consumer) the cell it was in is recorded as ``crashed``, naming the stage's library, and a
-fresh worker carries on with the remaining cells.  So an abort costs one cell.
+Cells run in worker processes, two at a time; a worker takes one consumer's cells at a
+time and stays alive for the next consumer, so it imports each library once (importing
+torch and JAX is most of a quick run's cost).  A worker announces each stage of a cell
+before running it and reports the cell's result as soon as it has it; when a worker dies
+(an abort inside a consumer) the cell it was in is recorded as ``crashed``, naming the
+stage's library, and a fresh worker carries on with the remaining cells.  So an abort costs
+one cell.
 
 Classification uses facts that do not change between runs (no timings, addresses only
 compared, never recorded), and the output is sorted, so the committed page can be checked
@@ -240,27 +242,31 @@ def _arrow_export_copies(a) -> bool:
 
 
 def _worker_main() -> int:
-    """``python -m dlpackarray.cli.matrix``: runs the cells given on stdin (JSON), one by one."""
-    cells = json.loads(sys.stdin.read())
+    """``python -m dlpackarray.cli.matrix``: runs groups of cells, one JSON list per line of
+    stdin, cell by cell, and says ``done`` after each group; exits at the end of stdin."""
 
     def emit(kind: str, payload) -> None:
         sys.stdout.write(_MARK + json.dumps([kind, payload]) + "\n")
         sys.stdout.flush()
 
-    for index, (p, c, k) in enumerate(cells):
-        emit("start", index)
-        try:
-            result = run_cell(p, c, k, stage=lambda s, i=index: emit("stage", [i, s]))
-        except Exception as exc:  # a bug in the generator itself: still one cell only
-            result = {
-                "producer": p,
-                "consumer": c,
-                "case": k,
-                "status": WRONG,
-                "whose": "dlpackarray",
-                "reason": "generator error: " + _reason(exc),
-            }
-        emit("result", [index, result])
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        for index, (p, c, k) in enumerate(json.loads(line)):
+            emit("start", index)
+            try:
+                result = run_cell(p, c, k, stage=lambda s, i=index: emit("stage", [i, s]))
+            except Exception as exc:  # a bug in the generator itself: still one cell only
+                result = {
+                    "producer": p,
+                    "consumer": c,
+                    "case": k,
+                    "status": WRONG,
+                    "whose": "dlpackarray",
+                    "reason": "generator error: " + _reason(exc),
+                }
+            emit("result", [index, result])
+        emit("done", None)
     return 0
 
 
@@ -290,13 +296,12 @@ def _crash_reason(returncode: int | None) -> str:
     return f"the process exited with status {returncode}"
 
 
-def _run_group(cells: list, report) -> None:
-    """Runs ``cells`` (one consumer's) in workers, restarting after each crash."""
-    from dlpackarray.cli import matrix_cells as defs
+class _Worker:
+    """A worker process and the lines it prints; it runs one group of cells at a time and
+    stays alive for the next group (its imports are paid once), until it dies or is closed."""
 
-    pending = list(cells)
-    while pending:
-        proc = subprocess.Popen(
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
             [sys.executable, "-m", "dlpackarray.cli.matrix"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -304,24 +309,64 @@ def _run_group(cells: list, report) -> None:
             text=True,
             env=_worker_env(),
         )
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(pending))
-        proc.stdin.close()
-        lines: queue.Queue = queue.Queue()
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
 
-        def pump(stream=proc.stdout, q=lines):
-            for line in stream:
-                q.put(line)
-            q.put(None)
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
 
-        threading.Thread(target=pump, daemon=True).start()
+    def send(self, cells: list) -> bool:
+        """Hands ``cells`` over; False when the worker is already gone."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(cells) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=CELL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _run_group(cells: list, report, workers: list | None = None) -> None:
+    """Runs ``cells`` in a worker, restarting after each crash.
+
+    ``workers`` holds the caller's live worker (at most one) between groups: a group
+    reuses it and leaves its worker there; without it the worker is closed at the end.
+    """
+    from dlpackarray.cli import matrix_cells as defs
+
+    own = workers is None
+    held: list = [] if workers is None else workers
+    pending = list(cells)
+    while pending:
+        worker = held.pop() if held else _Worker()
+        if not worker.send(pending):
+            worker.close()
+            worker = _Worker()
+            if not worker.send(pending):
+                worker.close()
+                raise RuntimeError("a matrix worker could not be started")
         current, current_stage, finished = None, "produce", 0
-        timed_out = False
+        timed_out = done = False
         while True:
             try:
-                line = lines.get(timeout=CELL_TIMEOUT_S)
+                line = worker.lines.get(timeout=CELL_TIMEOUT_S)
             except queue.Empty:
-                proc.kill()
+                worker.proc.kill()
                 timed_out = True
                 break
             if line is None:
@@ -337,7 +382,16 @@ def _run_group(cells: list, report) -> None:
                 report(payload[1])
                 finished = payload[0] + 1
                 current = None
-        proc.wait()
+            elif kind == "done":
+                done = True
+                break
+        if done:
+            if own:
+                worker.close()
+            else:
+                held.append(worker)
+            return
+        worker.proc.wait()
         if current is None and finished >= len(pending):
             return
         if current is None:  # died between cells: retry the rest
@@ -346,7 +400,7 @@ def _run_group(cells: list, report) -> None:
         whose = {"produce": p, "wrap": "dlpackarray", "consume": c}[current_stage]
         if whose == p:
             whose = _LIBRARY_NAMES.get(defs.PRODUCER_BY_NAME[p].library, p)
-        reason = _crash_reason(None if timed_out else proc.returncode)
+        reason = _crash_reason(None if timed_out else worker.proc.returncode)
         report(
             {
                 "producer": p,
@@ -414,12 +468,20 @@ def generate(
         work.put(g)
 
     def runner() -> None:
-        while True:
-            try:
-                group = work.get_nowait()
-            except queue.Empty:
-                return
-            _run_group(group, report)
+        # One worker per runner, reused from group to group: each worker process imports
+        # the producers' and consumers' libraries once (torch and JAX dominate a quick run);
+        # a crash still costs one cell and one fresh worker.
+        workers: list = []
+        try:
+            while True:
+                try:
+                    group = work.get_nowait()
+                except queue.Empty:
+                    return
+                _run_group(group, report, workers)
+        finally:
+            for worker in workers:
+                worker.close()
 
     threads = [threading.Thread(target=runner) for _ in range(max(1, jobs))]
     for t in threads:
