@@ -13,9 +13,11 @@ import importlib
 import importlib.util
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 
-from dlpackarray.cli.matrix import _reason
+from dlpackarray.cli.matrix import _clean
+from dlpackarray.cli.packages import install_names
 
 #: Names EXPR may use without importing them.
 _MODULES = {
@@ -52,6 +54,35 @@ PROTOCOLS = (
     "__array__",
     "__cuda_array_interface__",
 )
+
+
+#: Consumers whose DLPack import drops the READ_ONLY flag (DLPack 1.0, ``DLPACK_FLAG_BITMASK_
+#: READ_ONLY``: https://dmlc.github.io/dlpack/latest/c_api.html#c.DLPACK_FLAG_BITMASK_READ_ONLY)
+#: and hands back a writable object over the same memory: a zero-copy import of read-only
+#: data through them lets a write reach memory its owner treats as immutable.
+IGNORES_READ_ONLY = {
+    "torch": "zero-copy, but torch ignores read-only: writes would modify immutable memory",
+    "tvm-ffi": "zero-copy, but tvm-ffi drops the read-only flag and re-exports the tensor "
+    "writable: writes would modify immutable memory",
+}
+
+#: Width of the text report's lines; reasons wrap at word boundaries, never inside a word.
+WIDTH = 100
+
+
+def _reason(exc: BaseException) -> str:
+    """The exception's type and first line, addresses masked, never shortened: the report
+    is read by a person (the matrix's stored reasons are bounded, see matrix._clean)."""
+    return _clean(f"{type(exc).__name__}: {exc}", limit=None)
+
+
+def type_name(obj) -> str:
+    """``module.qualname`` of ``obj``'s type; a type made by ``EXPR`` itself (a ctypes
+    array type, a class) may have no ``__module__``."""
+    kind = type(obj)
+    module = getattr(kind, "__module__", None)
+    name = getattr(kind, "__qualname__", None) or kind.__name__
+    return f"{module}.{name}" if module else name
 
 
 class _Namespace(dict):
@@ -93,7 +124,7 @@ def _owner_chain(obj) -> list[str]:
     seen: set[int] = set()
     while obj is not None and id(obj) not in seen and len(chain) < 8:
         seen.add(id(obj))
-        chain.append(f"{type(obj).__module__}.{type(obj).__qualname__}")
+        chain.append(type_name(obj))
         nxt = None
         for attr in ("base", "obj", "_base"):
             try:
@@ -121,7 +152,8 @@ def _probe(consumer, a) -> dict:
 
     row = {"consumer": consumer.name, "call": consumer.call}
     if not matrix._installed(consumer.library):
-        return {**row, "status": "not installed", "reason": f"pip install {consumer.library}"}
+        hint = " ".join(install_names([consumer.library]))
+        return {**row, "status": "not installed", "reason": f"pip install {hint}"}
     # torch.from_dlpack aborts the interpreter on negative strides (docs/limitations.md):
     # say so instead of trying.
     if consumer.name == "torch" and any(s < 0 for s in a.strides) and a.size > 1:
@@ -136,7 +168,8 @@ def _probe(consumer, a) -> dict:
     except Exception as exc:
         return {**row, "status": matrix.REFUSED, "reason": _reason(exc)}
     if a.size == 0 or addr == first:
-        return {**row, "status": matrix.ZERO_COPY, "reason": ""}
+        note = IGNORES_READ_ONLY.get(consumer.name, "") if a.readonly and a.size else ""
+        return {**row, "status": matrix.ZERO_COPY, "reason": note}
     return {**row, "status": matrix.COPIED, "reason": "the result does not share the memory"}
 
 
@@ -148,7 +181,7 @@ def inspect(source: str) -> dict:
     obj = load(source)
     report: dict = {
         "source": source,
-        "type": f"{type(obj).__module__}.{type(obj).__qualname__}",
+        "type": type_name(obj),
         "protocols": offered(obj),
         "owner_chain": _owner_chain(obj),
     }
@@ -182,6 +215,25 @@ def inspect(source: str) -> dict:
     return report
 
 
+def _wrap(text: str, head: str, indent: str) -> list[str]:
+    """``head`` + ``text`` in lines of at most WIDTH characters, broken only between words
+    (a word longer than a line stays whole), continued under ``indent``."""
+    return textwrap.wrap(
+        text,
+        width=max(WIDTH, len(head) + 20),
+        initial_indent=head,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [head.rstrip()]
+
+
+def _consumer_lines(row: dict) -> list[str]:
+    """One consumer's row: name, status and its reason, wrapped under the reason column."""
+    head = f"  {row['consumer']:<11} {row['status']:<13} "
+    return _wrap(row["reason"], head, " " * len(head))
+
+
 def format_text(report: dict) -> str:
     lines = [
         f"{report['source']}: {report['type']}",
@@ -190,7 +242,7 @@ def format_text(report: dict) -> str:
     ]
     view = report.get("dlpackarray")
     if view is None:
-        lines.append(f"DLPackArray refuses it: {report['error']}")
+        lines += _wrap(report["error"], "DLPackArray refuses it: ", "  ")
         return "\n".join(lines)
     lines += [
         "DLPackArray sees:",
@@ -202,10 +254,7 @@ def format_text(report: dict) -> str:
         "Consumers:",
     ]
     for row in report["consumers"]:
-        text = f"  {row['consumer']:<11} {row['status']:<13}"
-        if row["reason"]:
-            text += f" {row['reason']}"
-        lines.append(text.rstrip())
+        lines += _consumer_lines(row)
     return "\n".join(lines)
 
 

@@ -2,11 +2,13 @@
 
 ``python -m dlpackarray matrix [--quick] [--write DIR] [--check DIR]``
 
-Cells run in worker processes, one consumer per worker (so each worker imports a consumer
-once), two workers at a time.  A worker announces each stage of a cell before running it
-and reports the cell's result as soon as it has it; when a worker dies (an abort inside a
-consumer) the cell it was in is recorded as ``crashed``, naming the stage's library, and a
-fresh worker carries on with the remaining cells.  So an abort costs one cell.
+Cells run in worker processes, two at a time; a worker takes one consumer's cells at a
+time and stays alive for the next consumer, so it imports each library once (importing
+torch and JAX is most of a quick run's cost).  A worker announces each stage of a cell
+before running it and reports the cell's result as soon as it has it; when a worker dies
+(an abort inside a consumer) the cell it was in is recorded as ``crashed``, naming the
+stage's library, and a fresh worker carries on with the remaining cells.  So an abort costs
+one cell.
 
 Classification uses facts that do not change between runs (no timings, addresses only
 compared, never recorded), and the output is sorted, so the committed page can be checked
@@ -29,6 +31,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+
+from dlpackarray.cli.packages import install_names
 
 ZERO_COPY = "zero-copy"
 COPIED = "copied"
@@ -82,12 +86,25 @@ def _limitation(cell: dict) -> str | None:
 # -- worker side ----------------------------------------------------------------------------
 
 
-def _clean(text: str) -> str:
-    """First line of a message, addresses masked, bounded: stable from run to run."""
+#: Longest reason a cell records (the page's footnotes stay one readable line).
+REASON_LIMIT = 160
+
+
+def _clean(text: str, limit: int | None = REASON_LIMIT) -> str:
+    """First line of a message, addresses masked (stable from run to run) and, past
+    ``limit`` characters, cut between two words with " ..." after the last whole one (a
+    first word longer than the limit is kept whole)."""
     line = (text.strip().splitlines() or [""])[0]
     line = re.sub(r"0x[0-9a-fA-F]+", "0x…", line)
     line = re.sub(r" at 0x…", "", line)
-    return line if len(line) <= 160 else line[:157] + "..."
+    if limit is None or len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit - 3)
+    if cut <= 0:
+        cut = line.find(" ")
+        if cut < 0:
+            return line
+    return line[:cut].rstrip() + " ..."
 
 
 def _reason(exc: BaseException) -> str:
@@ -226,27 +243,31 @@ def _arrow_export_copies(a) -> bool:
 
 
 def _worker_main() -> int:
-    """``python -m dlpackarray.cli.matrix``: runs the cells given on stdin (JSON), one by one."""
-    cells = json.loads(sys.stdin.read())
+    """``python -m dlpackarray.cli.matrix``: runs groups of cells, one JSON list per line of
+    stdin, cell by cell, and says ``done`` after each group; exits at the end of stdin."""
 
     def emit(kind: str, payload) -> None:
         sys.stdout.write(_MARK + json.dumps([kind, payload]) + "\n")
         sys.stdout.flush()
 
-    for index, (p, c, k) in enumerate(cells):
-        emit("start", index)
-        try:
-            result = run_cell(p, c, k, stage=lambda s, i=index: emit("stage", [i, s]))
-        except Exception as exc:  # a bug in the generator itself: still one cell only
-            result = {
-                "producer": p,
-                "consumer": c,
-                "case": k,
-                "status": WRONG,
-                "whose": "dlpackarray",
-                "reason": "generator error: " + _reason(exc),
-            }
-        emit("result", [index, result])
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        for index, (p, c, k) in enumerate(json.loads(line)):
+            emit("start", index)
+            try:
+                result = run_cell(p, c, k, stage=lambda s, i=index: emit("stage", [i, s]))
+            except Exception as exc:  # a bug in the generator itself: still one cell only
+                result = {
+                    "producer": p,
+                    "consumer": c,
+                    "case": k,
+                    "status": WRONG,
+                    "whose": "dlpackarray",
+                    "reason": "generator error: " + _reason(exc),
+                }
+            emit("result", [index, result])
+        emit("done", None)
     return 0
 
 
@@ -276,13 +297,12 @@ def _crash_reason(returncode: int | None) -> str:
     return f"the process exited with status {returncode}"
 
 
-def _run_group(cells: list, report) -> None:
-    """Runs ``cells`` (one consumer's) in workers, restarting after each crash."""
-    from dlpackarray.cli import matrix_cells as defs
+class _Worker:
+    """A worker process and the lines it prints; it runs one group of cells at a time and
+    stays alive for the next group (its imports are paid once), until it dies or is closed."""
 
-    pending = list(cells)
-    while pending:
-        proc = subprocess.Popen(
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
             [sys.executable, "-m", "dlpackarray.cli.matrix"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -290,24 +310,64 @@ def _run_group(cells: list, report) -> None:
             text=True,
             env=_worker_env(),
         )
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(pending))
-        proc.stdin.close()
-        lines: queue.Queue = queue.Queue()
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
 
-        def pump(stream=proc.stdout, q=lines):
-            for line in stream:
-                q.put(line)
-            q.put(None)
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
 
-        threading.Thread(target=pump, daemon=True).start()
+    def send(self, cells: list) -> bool:
+        """Hands ``cells`` over; False when the worker is already gone."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(cells) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=CELL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _run_group(cells: list, report, workers: list | None = None) -> None:
+    """Runs ``cells`` in a worker, restarting after each crash.
+
+    ``workers`` holds the caller's live worker (at most one) between groups: a group
+    reuses it and leaves its worker there; without it the worker is closed at the end.
+    """
+    from dlpackarray.cli import matrix_cells as defs
+
+    own = workers is None
+    held: list = [] if workers is None else workers
+    pending = list(cells)
+    while pending:
+        worker = held.pop() if held else _Worker()
+        if not worker.send(pending):
+            worker.close()
+            worker = _Worker()
+            if not worker.send(pending):
+                worker.close()
+                raise RuntimeError("a matrix worker could not be started")
         current, current_stage, finished = None, "produce", 0
-        timed_out = False
+        timed_out = done = False
         while True:
             try:
-                line = lines.get(timeout=CELL_TIMEOUT_S)
+                line = worker.lines.get(timeout=CELL_TIMEOUT_S)
             except queue.Empty:
-                proc.kill()
+                worker.proc.kill()
                 timed_out = True
                 break
             if line is None:
@@ -323,7 +383,16 @@ def _run_group(cells: list, report) -> None:
                 report(payload[1])
                 finished = payload[0] + 1
                 current = None
-        proc.wait()
+            elif kind == "done":
+                done = True
+                break
+        if done:
+            if own:
+                worker.close()
+            else:
+                held.append(worker)
+            return
+        worker.proc.wait()
         if current is None and finished >= len(pending):
             return
         if current is None:  # died between cells: retry the rest
@@ -332,7 +401,7 @@ def _run_group(cells: list, report) -> None:
         whose = {"produce": p, "wrap": "dlpackarray", "consume": c}[current_stage]
         if whose == p:
             whose = _LIBRARY_NAMES.get(defs.PRODUCER_BY_NAME[p].library, p)
-        reason = _crash_reason(None if timed_out else proc.returncode)
+        reason = _crash_reason(None if timed_out else worker.proc.returncode)
         report(
             {
                 "producer": p,
@@ -400,12 +469,20 @@ def generate(
         work.put(g)
 
     def runner() -> None:
-        while True:
-            try:
-                group = work.get_nowait()
-            except queue.Empty:
-                return
-            _run_group(group, report)
+        # One worker per runner, reused from group to group: each worker process imports
+        # the producers' and consumers' libraries once (torch and JAX dominate a quick run);
+        # a crash still costs one cell and one fresh worker.
+        workers: list = []
+        try:
+            while True:
+                try:
+                    group = work.get_nowait()
+                except queue.Empty:
+                    return
+                _run_group(group, report, workers)
+        finally:
+            for worker in workers:
+                worker.close()
 
     threads = [threading.Thread(target=runner) for _ in range(max(1, jobs))]
     for t in threads:
@@ -421,10 +498,17 @@ def generate(
         kept.append(cell)
     kept.sort(key=lambda c: (c["consumer"], c["producer"], c["case"]))
     order = {"producers": p_names, "consumers": c_names, "cases": k_names}
+    # The workers run this interpreter with this package first on the path, so what is
+    # importable here is what the cells could import.
+    missing = {
+        "producers": [n for n in p_names if not _installed(defs.PRODUCER_BY_NAME[n].library)],
+        "consumers": [n for n in c_names if not _installed(defs.CONSUMER_BY_NAME[n].library)],
+    }
     return {
         "generator": "python -m dlpackarray matrix" + (" --quick" if quick else ""),
         "versions": _versions(),
         **order,
+        "not_installed": missing,
         "not_applicable": sum(1 for c in results if c["status"] == NA),
         "totals": totals(kept),
         "cells": kept,
@@ -554,13 +638,27 @@ def render_markdown(doc: dict) -> str:
 
 def summary_table(doc: dict) -> str:
     """Plain-text totals per consumer, for the terminal."""
+    from dlpackarray.cli.matrix_cells import CONSUMER_BY_NAME
+
     header = f"{'consumer':<12}" + "".join(f"{s:>11}" for s in STATUSES)
     lines = [header]
+    missing = doc.get("not_installed", {}).get("consumers", [])
     for c in doc["consumers"]:
+        if c in missing:
+            # No cell ran: zeros would read as "ran and never worked".
+            hint = " ".join(install_names([CONSUMER_BY_NAME[c].library]))
+            lines.append(f"{c:<12}{'not installed':>11} (pip install {hint})")
+            continue
         mine = totals([x for x in doc["cells"] if x["consumer"] == c])
         lines.append(f"{c:<12}" + "".join(f"{mine[s]:>11}" for s in STATUSES))
     t = doc["totals"]
     lines.append(f"{'total':<12}" + "".join(f"{t[s]:>11}" for s in STATUSES))
+    producers = doc.get("not_installed", {}).get("producers", [])
+    if producers:
+        from dlpackarray.cli.matrix_cells import PRODUCER_BY_NAME
+
+        hint = " ".join(install_names([PRODUCER_BY_NAME[p].library for p in producers]))
+        lines.append(f"producers not installed: {', '.join(producers)} (pip install {hint})")
     return "\n".join(lines)
 
 
@@ -572,7 +670,8 @@ _LISTED_PER_REASON = 5
 def closing_report(doc: dict) -> tuple[list[str], bool]:
     """The crashed and refused cells, grouped by consumer and reason, each group with its
     documented reason (the known limitation it matches, docs/limitations.md) or the
-    consumer's own error; and whether a crash matched no known limitation."""
+    consumer's own error; and whether a crash matched no known limitation.  Every crashed
+    cell is listed; a refusal group longer than a few cells is summarised."""
     groups: dict[tuple, list[str]] = {}
     for cell in doc["cells"]:
         if cell["status"] in (CRASHED, REFUSED):
@@ -588,10 +687,14 @@ def closing_report(doc: dict) -> tuple[list[str], bool]:
             unknown_crash = True
         else:
             why = "the consumer's refusal, as it words it"
+        lines.append(f"{status} in {consumer} ({len(where)}): {reason}; {why}")
+        if status == CRASHED:
+            # Crashes are rare and each one matters: every cell, one per line.
+            lines += [f"    {cell}" for cell in where]
+            continue
         shown = ", ".join(where[:_LISTED_PER_REASON])
         if len(where) > _LISTED_PER_REASON:
             shown += f", and {len(where) - _LISTED_PER_REASON} more (--json lists every cell)"
-        lines.append(f"{status} in {consumer} ({len(where)}): {reason}; {why}")
         lines.append(f"    {shown}")
     if not lines:
         lines.append("no cell crashed or was refused")

@@ -17,20 +17,18 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+from dlpackarray.cli.packages import NEEDS_CUDA, cuda_driver_present, install_names, pypi_name
+
 PASS = "pass"
 FAIL = "fail"
 SKIP = "skip"
 
-#: Optional libraries reported on: (import name, distribution name).
-LIBRARIES: tuple[tuple[str, str], ...] = (
-    ("numpy", "numpy"),
-    ("torch", "torch"),
-    ("jax", "jax"),
-    ("jaxlib", "jaxlib"),
-    ("cupy", "cupy"),
-    ("pyarrow", "pyarrow"),
-    ("tvm_ffi", "apache-tvm-ffi"),
-    ("ml_dtypes", "ml_dtypes"),
+#: Optional libraries reported on: (import name, distribution name).  CuPy's wheels carry
+#: the CUDA version in their name; its version is found through its module (see
+#: _distribution_version).
+LIBRARIES: tuple[tuple[str, str], ...] = tuple(
+    (name, "cupy" if name == "cupy" else pypi_name(name))
+    for name in ("numpy", "torch", "jax", "jaxlib", "cupy", "pyarrow", "tvm_ffi", "ml_dtypes")
 )
 
 
@@ -229,6 +227,8 @@ def _check_cupy() -> str:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # no driver / no device: nothing to check, not a failure
+        if not cuda_driver_present():
+            raise Skipped("no CUDA driver on this machine: cupy needs an NVIDIA GPU") from None
         raise Skipped(f"no CUDA device usable by cupy ({exc})") from None
     if count == 0:
         raise Skipped("no CUDA device")
@@ -456,30 +456,30 @@ def format_text(report: dict) -> str:
     return "\n".join(lines)
 
 
-#: What to install for each check's library (pip names; cupy needs a CUDA build).
-_INSTALL = {
-    "numpy": "numpy",
-    "torch": "torch",
-    "jax": "jax",
-    "cupy": "cupy-cuda12x",
-    "pyarrow": "pyarrow",
-    "tvm_ffi": "apache-tvm-ffi",
-    "ml_dtypes": "ml_dtypes",
-}
-
-
 def next_steps(report: dict) -> str:
-    """The closing line: which installs would enable the checks skipped for a missing library."""
+    """The closing line: which installs would enable the checks skipped for a missing library.
+
+    Names are PyPI names (cli/packages.py); GPU-only packages are named only where a CUDA
+    driver is present, and otherwise the line says why they are left out.
+    """
     installed = {lib["name"] for lib in report["libraries"] if lib["installed"]}
-    wanted = []
+    missing = []
     for r in report["checks"]:
         lib = r["library"]
-        if r["status"] == SKIP and lib in _INSTALL and lib not in installed:
-            if _INSTALL[lib] not in wanted:
-                wanted.append(_INSTALL[lib])
+        if r["status"] == SKIP and lib in dict(LIBRARIES) and lib not in installed:
+            missing.append(lib)
+    wanted = install_names(missing)
+    gpu_only = [m for m in missing if m in NEEDS_CUDA and pypi_name(m) not in wanted]
     if not wanted:
-        return "Every check whose library can be installed ran."
-    return "To run the skipped checks: pip install " + " ".join(wanted)
+        line = "Every check whose library can be installed ran."
+    else:
+        line = "To run the skipped checks: pip install " + " ".join(wanted)
+    if gpu_only:
+        line += (
+            f" ({', '.join(gpu_only)} left out: no CUDA driver on this machine, and "
+            f"{'it needs' if len(gpu_only) == 1 else 'they need'} an NVIDIA GPU)"
+        )
+    return line
 
 
 def main(argv: Sequence[str] | None = None, checks: Sequence[Check] = CHECKS) -> int:
