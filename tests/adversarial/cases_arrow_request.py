@@ -39,7 +39,9 @@ METHODS = (
 )
 _SPEC = "https://arrow.apache.org/docs/format/CDataInterface.html#the-arrowschema-structure"
 _PREFIX = f"requested_schema is not a valid ArrowSchema ({_SPEC}): "
-_STRUCT = "the requested schema is a struct (a record batch or table); a DLPackArray exports one column"
+_STRUCT = (
+    "the requested schema is a struct (a record batch or table); a DLPackArray exports one column"
+)
 
 _TENSOR_EXT = "arrow.fixed_shape_tensor"
 _BOOL8_EXT = "arrow.bool8"

@@ -19,12 +19,12 @@ namespace dla {
 
 // Layout choices a requested schema (or the defaults) select.
 struct ArrowExportOptions {
-  bool bit_packed_bool = false;  // bool as Arrow "b" (a packing copy) instead of arrow.bool8
-  bool nested_lists = false;     // N-D as nested fixed-size lists instead of fixed_shape_tensor
+  bool bit_packed_bool = false;   // bool as Arrow "b" (a packing copy) instead of arrow.bool8
+  bool nested_lists = false;      // N-D as nested fixed-size lists instead of fixed_shape_tensor
   bool requested_tensor = false;  // the consumer asked for arrow.fixed_shape_tensor itself
-  int32_t copy = -1;             // -1: copy only when needed, 0: never copy, 1: always copy
-  int32_t device = 0;            // 0: CPU methods, 1: device methods
-  bool schema_only = false;      // plan the type only: never copy
+  int32_t copy = -1;              // -1: copy only when needed, 0: never copy, 1: always copy
+  int32_t device = 0;             // 0: CPU methods, 1: device methods
+  bool schema_only = false;       // plan the type only: never copy
 };
 
 // Reads a consumer's requested schema (best effort, as the PyCapsule
