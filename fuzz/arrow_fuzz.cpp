@@ -2,7 +2,9 @@
 // (its plain-column path and its memo against the uncached parse),
 // arrow_bind_array,
 // arrow_materialize and arrow_concat on ArrowSchema and ArrowArray trees
-// built from the fuzz input.  Formats come from a small
+// built from the fuzz input; and over the export's requested_schema path,
+// arrow_apply_request, on the same schema trees (a consumer's request is as
+// hostile as an imported schema).  Formats come from a small
 // dictionary or raw bytes (any byte, UTF-8 or not), NULL sometimes; names
 // likewise; metadata is an extension (arrow.bool8, arrow.fixed_shape_tensor
 // with fuzzed JSON, unknown names) or fuzzed pairs, negative counts too;
@@ -21,7 +23,12 @@
 //    block and no bitmap, and accepted views are not read;
 //  * an accepted (non bit-packed) view must lie inside its values block;
 //  * every error message must be valid UTF-8 (Python builds exceptions from
-//    them), and so must every string arrow_meta::printable returns.
+//    them), and so must every string arrow_meta::printable returns;
+//  * a request is validated by the import's parse: where the parse refuses a
+//    malformed schema, the request raises the same kind with the same
+//    message after its prefix; where the parse names a type it does not
+//    read (TypeError), the request is best effort (or a struct, refused);
+//    an accepted request plans an export whose schema the import reads back.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -385,6 +392,70 @@ void import(Arena& A, const ArrowSchema& s, const ArrowArray& a) {
   }
 }
 
+// The export's view of the request path: `ndim` dimensions of 2 (0-D too),
+// float32 or bool, C-ordered or with its last two dimensions swapped.
+void request(Reader& r, const ArrowSchema& s) {
+  dla::TensorView v;
+  const int32_t ndim = r.take<uint8_t>() % 5;
+  v.set_ndim(ndim);
+  for (int32_t i = ndim, step = 1; i-- > 0; step *= 2) {
+    v.shape[i] = 2;
+    v.strides[i] = step;
+  }
+  if (ndim >= 3 && r.bit()) std::swap(v.strides[ndim - 1], v.strides[ndim - 2]);
+  v.dtype = r.bit() ? dla::DLDataType{dla::kDLBool, 8, 1} : dla::DLDataType{dla::kDLFloat, 32, 1};
+  v.device = dla::DLDevice{dla::kDLCPU, 0};
+  v.data = nullptr;
+  v.byte_offset = 0;
+  v.readonly = false;
+  v.ready_stream = nullptr;
+  dla::ArrowTypeInfo info;
+  const std::string parsed = parse_outcome(s, false, &info);
+  const std::string type_tag = "error " + std::to_string(int(dla::ErrorKind::Type)) + " ";
+  const bool type_error = parsed.compare(0, type_tag.size(), type_tag) == 0;
+  dla::ArrowExportOptions opts;
+  opts.copy = int32_t(r.take<uint8_t>() % 3) - 1;
+  opts.schema_only = true;
+  try {
+    dla::arrow_apply_request(s, v, &opts);
+  } catch (const dla::Error& e) {
+    check_message(e);
+    const std::string what = e.what();
+    if (parsed.compare(0, 6, "error ") == 0 && !type_error) {
+      // "error <kind> <message>": the same kind, the parse's message.
+      const std::string prefix = "requested_schema is not a valid ArrowSchema (";
+      const size_t colon = what.find("): ");
+      if (what.compare(0, prefix.size(), prefix) != 0 || colon == std::string::npos ||
+          parsed != "error " + std::to_string(int(e.kind())) + " " + what.substr(colon + 3)) {
+        __builtin_trap();
+      }
+      return;
+    }
+    // A schema the parse accepts or names as a type it does not read is
+    // refused only as a struct or as lists of another depth.
+    if (what.rfind("the requested schema is a struct", 0) != 0 &&
+        what.rfind("the requested schema nests", 0) != 0) {
+      __builtin_trap();
+    }
+    return;
+  }
+  if (parsed.compare(0, 6, "error ") == 0 && !type_error) __builtin_trap();
+  // The export it plans: its schema is one the import reads.
+  dla::ArrowExport* ex = nullptr;
+  try {
+    ex = dla::arrow_export_new(v, opts);
+  } catch (const dla::Error& e) {
+    check_message(e);  // copy=False against a layout that needs a copy
+    return;
+  }
+  ArrowSchema out;
+  dla::arrow_export_schema(ex, &out);
+  dla::ArrowTypeInfo back;
+  if (parse_outcome(out, false, &back).compare(0, 6, "error ") == 0) __builtin_trap();
+  out.release(&out);
+  dla::arrow_export_unref(ex);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -411,5 +482,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ArrowSchema* s = schema(A, r, 0, schema_levels);
   ArrowArray* a = array(A, r, 0, array_levels, r.take<uint8_t>() % 9);
   import(A, *s, *a);
+  request(r, *s);
   return 0;
 }

@@ -4,7 +4,8 @@
 #
 # Usage: bash fuzz/build.sh [OUTPUT] [HARNESS]
 #   HARNESS: core (default; fuzz/core_fuzz.cpp, the C++ core) or arrow
-#   (fuzz/arrow_fuzz.cpp, the Arrow C struct import).
+#   (fuzz/arrow_fuzz.cpp, the Arrow C struct import and the export's
+#   requested_schema path).
 #   OUTPUT defaults to build/fuzz/<HARNESS>_fuzz.
 # Run:   build/fuzz/core_fuzz -max_total_time=60 CORPUS_DIR
 set -euo pipefail
@@ -24,10 +25,12 @@ case "$harness" in
     libs=()
     ;;
   arrow)
-    # The import plus what it links: metadata, and the CUDA copy behind
-    # device bitmaps (never reached: the harness imports CPU data only).
+    # The import and the export plus what they link: metadata, and the CUDA
+    # copies behind device bitmaps and device exports (never reached: the
+    # harness imports and exports CPU data only).
     sources=(fuzz/arrow_fuzz.cpp "${core_sources[@]}"
       cpp/src/arrow_import.cpp cpp/src/arrow_schema_memo.cpp cpp/src/arrow_metadata.cpp
+      cpp/src/arrow_export.cpp
       cpp/src/cuda_copy.cpp cpp/src/cuda_driver.cpp cpp/src/cuda_sync.cpp)
     libs=(-ldl -pthread)
     ;;

@@ -678,22 +678,26 @@ def scenario_round_trip_through_device_capsules():
     p = f.device_array(src, device=1)
     x = DLPackArray(cai(p, src.shape, typestr="<f8", stream=0x7000))
     live = f.live_events()
+    permuted = x.transpose(0, 2, 1), src.transpose(0, 2, 1)
     cases = [
-        (x, src),
-        (x.transpose(0, 2, 1), src.transpose(0, 2, 1)),  # permuted cells: still zero-copy
-        (x[1:], src[1:]),
-        (x[:, 0, 0], src[:, 0, 0]),  # a column with gaps: copied on the device
+        (x, src, {}),
+        (*permuted, {"copy": False}),  # permuted cells as they are: zero-copy
+        (*permuted, {}),  # by default in logical order: copied on the device
+        (x[1:], src[1:], {}),
+        (x[:, 0, 0], src[:, 0, 0], {}),  # a column with gaps: copied on the device
     ]
-    for view, ref in cases:
+    for view, ref, kwargs in cases:
         f.clear()
-        schema, array = view.__arrow_c_device_array__()
+        schema, array = view.__arrow_c_device_array__(**kwargs)
         ev = _event(struct_of(array, ArrowDeviceArray))
         y = DLPackArray(Pair(schema, array))
         assert y.device == (CUDA, 1) and y.shape == view.shape
         assert f.calls("cuEventSynchronize") == [f"cuEventSynchronize ev={ev:#x}"], f.log()
-        if view.c_contiguous or view.ndim > 1:
+        if view.c_contiguous or kwargs:
             assert y.data_ptr == view.data_ptr and y.strides == view.strides
             assert not f.calls("cuMemAlloc")
+        else:
+            assert y.data_ptr != view.data_ptr and f.calls("cuMemAlloc")
         np.testing.assert_array_equal(_host(y), ref)
         del y, schema, array
     # Through the device stream: one chunk, its own event, the same memory.

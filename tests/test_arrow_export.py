@@ -95,13 +95,23 @@ def test_nd_c_contiguous_becomes_fixed_shape_tensor_zero_copy(dtype):
     np.testing.assert_array_equal(out.to_numpy_ndarray(), a)
 
 
-def test_dense_permuted_tensor_is_zero_copy_through_permutation():
+def test_dense_permuted_tensor_is_zero_copy_through_permutation_when_asked():
+    """copy=False, or a request for arrow.fixed_shape_tensor, exports permuted
+    cells as they are, with the permutation; the default is a logical-order
+    copy (tests/test_arrow_tensor_order.py)."""
     base = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
     a = base.transpose(0, 3, 1, 2)  # cells permuted, rows still outermost
-    out = pa.array(DLPackArray(a))
-    assert out.type.shape == [3, 4, 5]
-    assert out.type.permutation == [2, 0, 1]
-    assert values_address(tensor_values(out)) == base.ctypes.data
+    d = DLPackArray(a)
+    tensor = pa.fixed_shape_tensor(pa.float64(), [5, 3, 4]).__arrow_c_schema__()
+    for kwargs in ({"copy": False}, {"requested_schema": tensor}):
+        out = pa.Array._import_from_c_capsule(*d.__arrow_c_array__(**kwargs))
+        assert out.type.shape == [3, 4, 5]
+        assert out.type.permutation == [2, 0, 1]
+        assert values_address(tensor_values(out)) == base.ctypes.data
+        np.testing.assert_array_equal(spec_tensor(out), a)
+    out = pa.array(d)
+    assert out.type.shape == [5, 3, 4] and out.type.permutation is None
+    assert values_address(tensor_values(out)) != base.ctypes.data
     np.testing.assert_array_equal(spec_tensor(out), a)
 
 

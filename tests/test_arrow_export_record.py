@@ -261,8 +261,17 @@ def test_every_field_of_every_capsule_struct_is_written():
 
 
 def _tensor_meta(x):
-    """(shape, permutation) of the fixed_shape_tensor metadata x exports as, from
-    pyarrow's own parse of the schema capsule."""
+    """(shape, permutation) of the fixed_shape_tensor metadata x exports as
+    zero-copy (copy=False keeps permuted cells in memory order), from pyarrow's
+    own parse of the schema capsule."""
+    schema, _ = DLPackArray(x).__arrow_c_array__(copy=False)
+    t = pa.DataType._import_from_c_capsule(schema)
+    return tuple(t.shape), tuple(t.permutation or range(len(t.shape)))
+
+
+def _logical_meta(x):
+    """(shape, permutation) of what __arrow_c_schema__ describes: the default
+    export, whose cells are in logical order."""
     t = pa.DataType._import_from_c_capsule(DLPackArray(x).__arrow_c_schema__())
     return tuple(t.shape), tuple(t.permutation or range(len(t.shape)))
 
@@ -299,6 +308,7 @@ def test_tensor_metadata_is_exact_for_every_layout_in_any_order():
     for i in rng.integers(0, len(layouts), 300):
         x = layouts[i]
         assert _tensor_meta(x) == _expected_meta(x), (x.shape, x.strides)
+        assert _logical_meta(x) == (x.shape[1:], tuple(range(x.ndim - 1)))
         if x.ndim > 2:
             # pyarrow reading the data with that metadata gets x back.
             assert np.array_equal(pa.array(DLPackArray(x)).to_numpy_ndarray(), x)
@@ -310,7 +320,7 @@ def test_tensor_metadata_outlives_the_next_layout_and_threads_keep_their_own():
     layouts = _layouts()
     # Schemas kept while later exports replace the remembered layout: each keeps
     # the blob it was built with (shared, never rewritten or freed early).
-    held = [(x, DLPackArray(x).__arrow_c_schema__()) for x in layouts * 3]
+    held = [(x, DLPackArray(x).__arrow_c_array__(copy=False)[0]) for x in layouts * 3]
     for x, capsule in held:
         t = pa.DataType._import_from_c_capsule(capsule)
         assert (tuple(t.shape), tuple(t.permutation or range(len(t.shape)))) == _expected_meta(x)

@@ -413,6 +413,10 @@ const std::string& tensor_metadata(const TensorView& v, const std::vector<int32_
   return memo.blob;
 }
 
+// Where the Arrow C data interface states what a valid ArrowSchema is.
+constexpr const char* kSchemaStructureSpec =
+    "https://arrow.apache.org/docs/format/CDataInterface.html#the-arrowschema-structure";
+
 std::string no_arrow_type(DLDataType dt) {
   return "dtype " + dtype_name(dt) +
          " has no Arrow equivalent: Arrow carries bool, int8-64, uint8-64 and float16/32/64 "
@@ -423,38 +427,44 @@ std::string no_arrow_type(DLDataType dt) {
 
 void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
                          ArrowExportOptions* opts) {
-  if (requested.release == nullptr) {
-    fail(ErrorKind::Value, "the requested schema has already been released");
+  // The import's parse is the one validator of a schema from outside: every
+  // node is checked (alive, a UTF-8 format, children that agree with their
+  // count, no NULL child, list sizes, nesting depth, extension metadata)
+  // before its format, children or metadata are read.  Its TypeErrors name a
+  // type that dlpackarray neither reads nor produces (strings, dictionaries,
+  // other extensions), and a request is best effort (PyCapsule interface,
+  // "Schema Requests"): those are answered with the export's own type.
+  // Anything else it refuses is a malformed schema, raised naming the request.
+  ArrowTypeInfo t;
+  try {
+    arrow_parse_schema(requested, &t);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Type) {
+      fail(e.kind(), std::string("requested_schema is not a valid ArrowSchema (") +
+                         kSchemaStructureSpec + "): " + e.what());
+    }
+    // A TypeError comes only after the top node passed its checks: its
+    // format is a live UTF-8 string.  A struct is another number of
+    // columns, not another representation of this one.
+    if (std::strcmp(requested.format, "+s") == 0) {
+      fail(ErrorKind::Value,
+           "the requested schema is a struct (a record batch or table); a DLPackArray exports "
+           "one column");
+    }
+    return;
   }
-  const char* fmt = requested.format ? requested.format : "";
-  if (std::strcmp(fmt, "+s") == 0) {
-    fail(ErrorKind::Value,
-         "the requested schema is a struct (a record batch or table); a DLPackArray exports "
-         "one column");
-  }
-  std::string_view ext;
-  const bool wants_tensor =
-      arrow_meta::lookup(requested.metadata, arrow_meta::kExtensionName, &ext) &&
-      ext == arrow_meta::kFixedShapeTensor;
-  int32_t depth = 0;
-  const ArrowSchema* node = &requested;
-  while (node->format != nullptr && std::strncmp(node->format, "+w:", 3) == 0 &&
-         node->n_children == 1 && node->children != nullptr && depth < kMaxNdim) {
-    node = node->children[0];
-    ++depth;
-  }
-  if (depth > 0 && !wants_tensor) {
-    if (v.ndim >= 2 && depth != v.ndim - 1) {
-      fail(ErrorKind::Value, "the requested schema nests " + std::to_string(depth) +
+  if (t.tensor) {
+    opts->requested_tensor = true;
+  } else if (t.n_sizes > 0) {
+    if (v.ndim >= 2 && t.n_sizes != v.ndim - 1) {
+      fail(ErrorKind::Value, "the requested schema nests " + std::to_string(t.n_sizes) +
                                  " fixed-size list level(s) but the tensor has " +
                                  std::to_string(v.ndim) + " dimensions (" +
                                  std::to_string(v.ndim - 1) + " level(s) needed)");
     }
     opts->nested_lists = v.ndim >= 2;
   }
-  if (node->format != nullptr && std::strcmp(node->format, "b") == 0 && v.dtype.code == kDLBool) {
-    opts->bit_packed_bool = true;
-  }
+  if (t.bit_packed && v.dtype.code == kDLBool) opts->bit_packed_bool = true;
 }
 
 ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opts) {
@@ -515,10 +525,14 @@ ArrowExport* arrow_export_new(const TensorView& v, const ArrowExportOptions& opt
       ex->tensor = true;
       ex->list_sizes.push_back(product(v.shape + 1, v.ndim - 1, "tensor cell size"));
       if (!is_c_contiguous(v)) {
-        // A dense tensor whose cell dimensions are permuted is still
-        // zero-copy: fixed_shape_tensor's permutation names the order.
+        // A dense tensor whose cell dimensions are permuted can go out
+        // zero-copy: fixed_shape_tensor's permutation names the order.  But
+        // consumers that read the storage (DuckDB, polars, nanoarrow) ignore
+        // the permutation and would see the cells in memory order: unless the
+        // consumer asked for the extension type itself, or copy=False forbids
+        // the copy, the cells go out in logical order, copied (docs/arrow.md).
         order = physical_order(v);
-        dense = is_c_contiguous(reordered(v, order));
+        dense = is_c_contiguous(reordered(v, order)) && (opts.copy == 0 || opts.requested_tensor);
       }
     }
   }

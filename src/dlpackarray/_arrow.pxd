@@ -71,6 +71,7 @@ cdef extern from "dlpackarray/arrow_bridge.hpp" namespace "dla" nogil:
     cdef cppclass ArrowExportOptions:
         cbool bit_packed_bool
         cbool nested_lists
+        cbool requested_tensor
         int32_t copy
         int32_t device
         cbool schema_only

@@ -70,6 +70,7 @@ cdef inline ArrowExport* _plan(const TensorView* v, object requested_schema, obj
     cdef ArrowExportOptions opts
     opts.bit_packed_bool = False
     opts.nested_lists = False
+    opts.requested_tensor = False
     opts.copy = _copy_mode(copy)
     opts.device = 1 if device else 0
     opts.schema_only = schema_only

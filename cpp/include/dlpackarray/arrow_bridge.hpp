@@ -19,18 +19,24 @@ namespace dla {
 
 // Layout choices a requested schema (or the defaults) select.
 struct ArrowExportOptions {
-  bool bit_packed_bool = false;  // bool as Arrow "b" (a packing copy) instead of arrow.bool8
-  bool nested_lists = false;     // N-D as nested fixed-size lists instead of fixed_shape_tensor
-  int32_t copy = -1;             // -1: copy only when needed, 0: never copy, 1: always copy
-  int32_t device = 0;            // 0: CPU methods, 1: device methods
-  bool schema_only = false;      // plan the type only: never copy
+  bool bit_packed_bool = false;   // bool as Arrow "b" (a packing copy) instead of arrow.bool8
+  bool nested_lists = false;      // N-D as nested fixed-size lists instead of fixed_shape_tensor
+  bool requested_tensor = false;  // the consumer asked for arrow.fixed_shape_tensor itself
+  int32_t copy = -1;              // -1: copy only when needed, 0: never copy, 1: always copy
+  int32_t device = 0;             // 0: CPU methods, 1: device methods
+  bool schema_only = false;       // plan the type only: never copy
 };
 
 // Reads a consumer's requested schema (best effort, as the PyCapsule
 // interface asks): a "b" leaf selects bit-packed bools, fixed-size lists
-// without the tensor extension select nested lists; anything else keeps the
-// defaults.  A request with a different number of dimensions (nesting
-// depth) than the tensor can be given raises ValueError.
+// without the tensor extension select nested lists, the tensor extension
+// lets permuted cells go out zero-copy; anything else keeps the defaults.
+// The request is validated by the import's schema parse, node by node before
+// anything is read through it: a malformed schema raises (ValueError, or
+// OverflowError for sizes beyond int64) naming the request; a type
+// dlpackarray does not handle is answered with the export's own type.  A
+// struct, or a request with a different number of dimensions (nesting
+// depth) than the tensor can be given, raises ValueError.
 void arrow_apply_request(const ArrowSchema& requested, const TensorView& v,
                          ArrowExportOptions* opts);
 
