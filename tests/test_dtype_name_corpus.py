@@ -118,6 +118,21 @@ class _Interface:
         }
 
 
+class _CudaInterface:
+    """Never read: every typestr of the corpus is refused before the device is."""
+
+    def __init__(self, typestr):
+        self.__cuda_array_interface__ = {
+            "version": 3,
+            "shape": (1,),
+            "typestr": typestr,
+            "data": (4096, False),
+        }
+
+
+# Entry points that take a typestr only (no dtype names).
+TYPESTR_ONLY = {"__array_interface__", "__cuda_array_interface__"}
+
 ENTRY_POINTS = {
     "DType": DType,
     "from_buffer": _from_buffer,
@@ -126,6 +141,7 @@ ENTRY_POINTS = {
     "pickle.loads": _unpickle,
     "dask_deserialize": _dask_deserialize,
     "__array_interface__": lambda name: DLPackArray(_Interface(name)),
+    "__cuda_array_interface__": lambda name: DLPackArray(_CudaInterface(name)),
 }
 
 
@@ -147,7 +163,7 @@ def test_a_name_of_no_type_is_a_type_error(entry, name):
     assert outcome is not None, f"{entry} accepted {name!r}"
     cls, message = outcome
     assert cls is TypeError, (entry, name, cls, message)
-    if entry not in ("__array_interface__",) and len(name) < 100 and name.isprintable():
+    if entry not in TYPESTR_ONLY and len(name) < 100 and name.isprintable():
         assert repr(name)[1:-1] in message or name in message, message
 
 
@@ -161,7 +177,7 @@ def test_a_type_dlpack_cannot_carry_is_a_buffer_error(entry, name):
     assert outcome is not None, f"{entry} accepted {name!r}"
     cls, message = outcome
     is_typestr = name[0] in "<>|="
-    if entry == "__array_interface__" and not is_typestr:
+    if entry in TYPESTR_ONLY and not is_typestr:
         assert cls is TypeError, (name, cls, message)
         return
     assert cls is BufferError, (entry, name, cls, message)
@@ -196,7 +212,7 @@ def test_any_text_is_a_dtype_or_a_documented_refusal(name):
     BufferError, by every entry point, and all agree with DType."""
     expected = _outcome(DType, name)
     for entry, fn in ENTRY_POINTS.items():
-        if entry == "__array_interface__":
+        if entry in TYPESTR_ONLY:
             continue  # typestrs only; see the typestr property below
         got = _outcome(fn, name)
         if expected is None:

@@ -837,10 +837,11 @@ cdef str _OWN_REFUSAL_KINDS = "biucmMOSUatT"
 
 
 cdef bint _import_extension_interface(DLPackArray self, object obj) except -1:
-    """Called when ``obj``'s array struct or interface was refused (BufferError):
-    one of an extension dtype calls its items opaque bytes ('|V1', '<V2') or a
-    typestr no DLPack type matches ('<f1'), and its dtype names the type, as
-    after a refused ``__dlpack__``.  A NumPy scalar's interfaces point into a
+    """Called when ``obj``'s array struct or interface was refused (BufferError,
+    or TypeError for a kind no NumPy type has): one of an extension dtype calls
+    its items opaque bytes ('|V1', '<V2'), a typestr no DLPack type matches
+    ('<f1') or a kind of its own ('W'), and its dtype names the type, as after
+    a refused ``__dlpack__``.  False: the refusal stands.  A NumPy scalar's interfaces point into a
     temporary array, so a scalar (ml_dtypes.bfloat16(2.0)) is imported as the
     0-d array its ``__array__`` makes, the one its interfaces describe."""
     kind = getattr(getattr(obj, "dtype", None), "kind", None)
