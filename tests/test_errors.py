@@ -94,9 +94,15 @@ class FakeNumpyDtype:
     [
         ("<q4", TypeError, "invalid array-interface typestr"),
         ("<i", TypeError, "invalid array-interface typestr"),
-        ("<i99", TypeError, "invalid array-interface typestr"),
-        # Well-formed but unsupported: BufferError, like every unsupported dtype.
-        ("<i3", BufferError, "24-bit type that DLPack cannot represent; supported dtypes are"),
+        # Well-formed but unsupported (any width DLPack lacks, however wide):
+        # BufferError, like every unsupported dtype.
+        ("<i99", BufferError, "792-bit signed integer type, a width dlpackarray does not"),
+        (
+            "<i3",
+            BufferError,
+            "24-bit signed integer type, a width dlpackarray does not exchange; "
+            "supported dtypes are",
+        ),
         ("|V8", BufferError, r"void/structured data \(kind 'V'\)"),
         ("|O8", BufferError, r"Python object data \(kind 'O'\)"),
         (">f4" if sys.byteorder == "little" else "<f4", BufferError, "byte order"),

@@ -13,11 +13,16 @@ DLTensors and buffers they had lent: out-of-bounds reads.
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import inspect
 import operator
+import pickle
+import sys
 import textwrap
 import types
 
+import c_api_ctypes as capi
 import dlpack_ctypes as dc
 import exchange_ctypes as ex
 import numpy as np
@@ -26,7 +31,8 @@ from c_api_ctypes import from_data_prototype
 from conftest import assert_clean_exit, require, run_python
 
 import dlpackarray
-from dlpackarray import DLPackArray, from_dlpack
+from dlpackarray import DLPackArray, _dask, from_dlpack
+from dlpackarray._array import require_ready
 
 NEW = "not initialised: it was made by __new__"
 FAILED = "not initialised: its __init__ failed"
@@ -228,7 +234,67 @@ OPERATIONS = {
     "capi.ToManagedVersioned": _c_to_managed,
     "capi.ToCapsule": lambda a: C_TO_CAPSULE(a, 1),
     "capi.FromObject": lambda a: C_FROM_OBJECT(a, -1, None),
+    "capi.FromObjectOnStream": lambda a: capi.from_object_on_stream(a, 0),
+    "capi.IsContiguous": lambda a: capi.table().is_contiguous(a, b"C"),
+    "capi.AsContiguous": lambda a: capi.table().as_contiguous(a),
+    "capi.Converter": lambda a: _c_convert(a),
+    "pickle.dumps": lambda a: [pickle.dumps(a, protocol=p) for p in range(6)],
+    "copy.copy": copy.copy,
+    "copy.deepcopy": copy.deepcopy,
+    "dask.sizeof": lambda a: _dask_sizeof(a),
+    "dask_serialize": lambda a: _dask.dask_serialize(a),
+    "require_ready": require_ready,
 }
+
+# What each member of the C API table (tests/c_api_ctypes.py) is to an array
+# that is not ready: an OPERATIONS entry that must refuse it, or why none.
+C_API_MEMBERS = {
+    "check": "a type check: it answers what the object is, and reads nothing",
+    "from_object": "capi.FromObject",
+    "from_data": "makes a new array from C memory; takes no array",
+    "from_managed_versioned": "adopts a DLPack tensor; takes no array",
+    "from_managed_legacy": "adopts a DLPack tensor; takes no array",
+    "get_dltensor": "capi.GetDLTensor",
+    "to_managed_versioned": "capi.ToManagedVersioned",
+    "to_capsule": "capi.ToCapsule",
+    "empty": "allocates a new array; takes no array",
+    "is_contiguous": "capi.IsContiguous",
+    "as_contiguous": "capi.AsContiguous",
+    "converter": "capi.Converter",
+    "from_object_on_stream": "capi.FromObjectOnStream",
+}
+
+# The hooks dlpackarray._dask hands to Dask: the OPERATIONS entry that calls
+# each, or why it takes no array.
+DASK_HOOKS = {
+    "register": "the entry point itself: takes Dask's sizeof dispatcher, takes no array",
+    "sizeof_array": "dask.sizeof",
+    "dask_serialize": "dask_serialize",
+    "dask_deserialize": "makes a new array from a header and frames; takes no array",
+}
+
+
+def _c_convert_cleanup(slot):
+    """The converter's second call, obj == NULL: it drops what it stored."""
+    address = ctypes.cast(capi.table().converter, ctypes.c_void_p).value
+    cleanup = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(address)
+    assert cleanup(None, ctypes.addressof(slot)) == 1
+
+
+def _c_convert(a):
+    """DLPackArray_Converter as PyArg_ParseTuple's "O&" calls it; what it stored
+    (a new reference) is released by the cleanup call, as the contract says."""
+    slot = ctypes.py_object()
+    converter = capi.table().converter
+    if converter(a, ctypes.addressof(slot)) == 0:
+        raise AssertionError("the converter failed without an exception")
+    _c_convert_cleanup(slot)  # Py_CLEANUP_SUPPORTED: drops the reference
+    return True
+
+
+def _dask_sizeof(a):
+    sizeof = require("dask", "its sizeof dispatch is an entry point").sizeof.sizeof
+    return sizeof(a)
 
 
 @pytest.mark.parametrize("op", sorted(OPERATIONS))
@@ -237,6 +303,51 @@ def test_every_protocol_route_refuses_an_array_that_is_not_ready(state, op):
     make, message = NOT_READY[state]
     with pytest.raises(ValueError, match=message):
         OPERATIONS[op](make())
+
+
+def test_every_c_api_member_is_accounted_for():
+    """Each member of the C API table either has an OPERATIONS entry, which
+    must refuse an array that is not ready, or takes no array at all: a new
+    member fails here until it is placed."""
+    fields = [name for name, _ in capi.Table._fields_][4:]  # after major, minor, size, type
+    assert sorted(fields) == sorted(C_API_MEMBERS)
+    for name, use in C_API_MEMBERS.items():
+        assert use in OPERATIONS or "takes no array" in use or name == "check", name
+
+
+def test_every_dask_hook_is_accounted_for():
+    """Every public function of dlpackarray._dask either refuses an array that
+    is not ready (through its OPERATIONS entry) or takes no array."""
+    hooks = sorted(
+        name
+        for name, value in vars(_dask).items()
+        if inspect.isfunction(value)
+        and not name.startswith("_")
+        and value.__module__ == _dask.__name__
+    )
+    assert hooks == sorted(DASK_HOOKS)
+    for name, use in DASK_HOOKS.items():
+        assert use in OPERATIONS or "takes no array" in use, name
+
+
+def test_a_not_ready_array_is_a_dlpackarray_to_the_type_check():
+    """DLPackArray_Check answers the type only (it reads nothing), so it accepts
+    an array that is not ready; every reading member then refuses it."""
+    check = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(capi.table().check)
+    assert check(_new()) == 1 and check(object()) == 0
+
+
+def test_converter_passes_a_ready_array_through():
+    """The converter stores a ready DLPackArray itself, with a new reference
+    that its cleanup call drops again."""
+    a = DLPackArray(b"abc")
+    slot = ctypes.py_object()
+    before = sys.getrefcount(a)
+    assert capi.table().converter(a, ctypes.addressof(slot)) != 0
+    assert sys.getrefcount(a) == before + 1  # the reference the slot holds
+    assert slot.value is a
+    _c_convert_cleanup(slot)
+    assert sys.getrefcount(a) == before
 
 
 @pytest.mark.parametrize("consumer", ["torch", "pyarrow", "jax"])

@@ -123,7 +123,76 @@ const char* unsupported_kind_name(char kind) {
     case 'M': return "datetime64";
     case 'm': return "timedelta64";
     case 't': return "bit field";
+    case 'T': return "variable-width string (StringDType)";
     default: return nullptr;
+  }
+}
+
+// Sub-byte types by their ml_dtypes names.  DLPack has type codes for them,
+// but a DLPack tensor of one is packed (several elements per byte) unless the
+// producer sets DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, a flag only a
+// versioned tensor can carry; ml_dtypes stores one element per byte, and this
+// package holds whole-byte element types only.
+struct SubByteName {
+  const char* name;
+  const char* dlpack;  // the DLPack type code that describes it
+  int bits;
+};
+
+constexpr SubByteName kSubByteNames[] = {
+    {"float4_e2m1fn", "kDLFloat4_e2m1fn (code 17)", 4},
+    {"float6_e2m3fn", "kDLFloat6_e2m3fn (code 15)", 6},
+    {"float6_e3m2fn", "kDLFloat6_e3m2fn (code 16)", 6},
+    {"int4", "kDLInt (code 0)", 4},
+    {"uint4", "kDLUInt (code 1)", 4},
+    {"int2", "kDLInt (code 0)", 2},
+    {"uint2", "kDLUInt (code 1)", 2},
+    {"int1", "kDLInt (code 0)", 1},
+    {"uint1", "kDLUInt (code 1)", 1},
+};
+
+// Complex types of 16-bit parts, by their ml_dtypes names: DLPack's complex
+// code has 32-bit (IEEE half parts) but not bfloat16 parts, and this package
+// holds complex64 and complex128 only.
+void fail_half_complex_name(const std::string& name) {
+  if (name == "complex32") {
+    fail(ErrorKind::Buffer,
+         "dtype 'complex32' (two float16 parts) is kDLComplex (code 5) with bits=32 in DLPack, "
+         "a width dlpackarray does not hold: its complex types are complex64 and complex128; " +
+             supported_dtypes_text());
+  }
+  if (name == "bcomplex32") {
+    fail(ErrorKind::Buffer,
+         "dtype 'bcomplex32' (two bfloat16 parts) has no DLPack type code: kDLComplex "
+         "(code 5) has IEEE float parts; " +
+             supported_dtypes_text());
+  }
+}
+
+void fail_unheld_name(const std::string& name) {
+  fail_half_complex_name(name);
+  for (const auto& d : kSubByteNames) {
+    if (name != d.name) continue;
+    const std::string bits = std::to_string(d.bits);
+    fail(ErrorKind::Buffer,
+         "dtype '" + name + "' is a " + bits + "-bit type: DLPack describes it as " + d.dlpack +
+             " with bits=" + bits +
+             ", packed several to a byte unless a versioned tensor sets "
+             "DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED "
+             "(https://dmlc.github.io/dlpack/latest/c_api.html), and dlpackarray holds "
+             "whole-byte element types only, one or more bytes per element; " +
+             supported_dtypes_text());
+  }
+}
+
+// The typestr kinds DLPack has codes for, spelled out for messages.
+const char* kind_word(char kind) {
+  switch (kind) {
+    case 'b': return "bool";
+    case 'i': return "signed integer";
+    case 'u': return "unsigned integer";
+    case 'f': return "floating-point";
+    default: return "complex";
   }
 }
 
@@ -269,6 +338,7 @@ DLDataType dtype_from_name(const std::string& raw) {
   for (const auto& a : kAliases) {
     if (raw == a.alias) return dtype_from_name(a.name);
   }
+  fail_unheld_name(raw);
   // Typestr ("<f4", "|u1", "f8") and single PEP 3118 codes ("f", "Zd").
   if (!raw.empty()) {
     try {
@@ -277,7 +347,8 @@ DLDataType dtype_from_name(const std::string& raw) {
           (t[1] >= '0' && t[1] <= '9')) {
         t = "=" + t;
       }
-      if (t.size() >= 3 && (t[0] == '<' || t[0] == '>' || t[0] == '|' || t[0] == '=')) {
+      // Two characters already make a typestr of a kind without a width ('|O').
+      if (t.size() >= 2 && (t[0] == '<' || t[0] == '>' || t[0] == '|' || t[0] == '=')) {
         return dtype_from_typestr(t.c_str());
       }
       DLDataType dt;
@@ -388,10 +459,12 @@ DLDataType dtype_from_typestr(const char* typestr) {
   // units for datetimes ('<M8[D]').
   fail_unsupported_kind("array-interface typestr '" + t + "'", kind);
   if (t.size() < 3) return bad();
+  // Any run of digits is a well-formed width; one DLPack lacks (wider than
+  // complex128's 16 bytes, however many digits) is unsupported data below.
   int64_t nbytes = 0;
   for (size_t i = 2; i < t.size(); ++i) {
-    if (t[i] < '0' || t[i] > '9' || nbytes > 1000000) return bad();
-    nbytes = nbytes * 10 + (t[i] - '0');
+    if (t[i] < '0' || t[i] > '9') return bad();
+    if (nbytes <= 1000000) nbytes = nbytes * 10 + (t[i] - '0');
   }
   uint8_t code;
   switch (kind) {
@@ -402,12 +475,25 @@ DLDataType dtype_from_typestr(const char* typestr) {
     case 'c': code = kDLComplex; break;
     default: return bad();
   }
-  if (nbytes <= 0 || nbytes > 16) return bad();
-  const DLDataType dt = make(code, uint8_t(nbytes * 8));
-  if (!dtype_is_supported(dt)) {
+  if (nbytes <= 0) return bad();
+  const DLDataType dt = make(code, uint8_t(nbytes <= 16 ? nbytes * 8 : 0));
+  if (kind == 'f' && nbytes == 1) {
+    // ml_dtypes' float8_e5m2 describes itself as '<f1'.  DLPack does carry the
+    // 8-bit floats, each under a code of its own (kDLFloat8_e5m2, ...), and a
+    // typestr cannot say which one these bytes are.
+    fail(ErrorKind::Buffer, "array-interface typestr '" + t +
+                                "' names a 1-byte float without saying which: DLPack's 8-bit "
+                                "floats (float8_e5m2, float8_e4m3fn, ...) each have a type code "
+                                "of their own; wrap the array itself, whose dtype names the type, "
+                                "or DLPackArray.from_buffer(obj, 'float8_e5m2', ...); " +
+                                supported_dtypes_text());
+  }
+  if (nbytes > 16 || !dtype_is_supported(dt)) {
     fail(ErrorKind::Buffer,
-         "array-interface typestr '" + t + "' names a " + std::to_string(nbytes * 8) +
-             "-bit type that DLPack cannot represent; " + supported_dtypes_text());
+         "array-interface typestr '" + t + "' names a " +
+             (nbytes > 1000000 ? std::string("wider") : std::to_string(nbytes * 8) + "-bit") + " " +
+             kind_word(kind) + " type, a width dlpackarray does not exchange; " +
+             supported_dtypes_text());
   }
   const bool swapped = (order == '>' && kLittleEndian) || (order == '<' && !kLittleEndian);
   if (swapped && nbytes > 1) {

@@ -33,7 +33,8 @@ from dlpackarray._internal cimport (
 from dlpackarray._raw_call cimport steal
 from dlpackarray._internal cimport (
     call_array_method, export_array_interface, export_array_struct, export_numpy,
-    view_from_array_interface, view_from_array_struct_capsule, view_from_typed_buffer,
+    view_from_array_interface, view_from_array_struct_capsule, view_from_array_struct_items,
+    view_from_typed_buffer,
 )
 from dlpackarray._internal cimport index_into, permute_into, reinterpret_into, reshape_into
 from dlpackarray._internal cimport (
@@ -229,6 +230,12 @@ cdef int raise_not_ready(DLPackArray self) except -1:
     raise ValueError(
         f"this {type(self).__name__} is not initialised: it was made by __new__ without a "
         "successful DLPackArray.__init__; create arrays with DLPackArray(obj)")
+
+
+def require_ready(DLPackArray a not None):
+    """Raises what every member raises for ``a`` when it is not ready (check_ready),
+    for the Python-level hooks that read an array's fields without a member."""
+    check_ready(a)
 
 
 cdef int _check_copy_arg(object copy) except -1:
@@ -783,11 +790,19 @@ cdef int _import_by_interfaces(DLPackArray self, object obj, type t, object sour
         return _finish_import(self, copy, device, False)
     struct = _interface_attr(obj, source, _STRUCT)
     if struct is not None:
-        self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
+        try:
+            self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
+        except (BufferError, TypeError):  # TypeError: a typekind no NumPy type has
+            if not _import_extension_interface(self, obj):
+                raise
         return _finish_import(self, copy, device, False)
     iface = _interface_attr(obj, source, _IFACE)
     if iface is not None:
-        self.owner = view_from_array_interface(obj, iface, &self._view)
+        try:
+            self.owner = view_from_array_interface(obj, iface, &self._view)
+        except (BufferError, TypeError):  # TypeError: a typestr kind no NumPy type has
+            if not _import_extension_interface(self, obj):
+                raise
         return _finish_import(self, copy, device, False)
     # Arrow PyCapsule interface: after the array interfaces, which describe
     # the N-D object itself (Arrow sees a column of rows), and before the
@@ -814,7 +829,31 @@ cdef int _import_by_interfaces(DLPackArray self, object obj, type t, object sour
         "__array_struct__, __array_interface__, the buffer protocol or __array__")
 
 
-cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
+# NumPy kinds whose interface refusals stand as they are: NumPy's own numeric
+# types (refused for byte order or width) and the data DLPack cannot describe
+# (datetime, str, object, ...), whose refusal names the kind.  Extension dtypes
+# use 'V', 'f' (float8_e5m2) and kinds of their own ('W': ml_dtypes' complex32).
+cdef str _OWN_REFUSAL_KINDS = "biucmMOSUatT"
+
+
+cdef bint _import_extension_interface(DLPackArray self, object obj) except -1:
+    """Called when ``obj``'s array struct or interface was refused (BufferError,
+    or TypeError for a kind no NumPy type has): one of an extension dtype calls
+    its items opaque bytes ('|V1', '<V2'), a typestr no DLPack type matches
+    ('<f1') or a kind of its own ('W'), and its dtype names the type, as after
+    a refused ``__dlpack__``.  False: the refusal stands.  A NumPy scalar's interfaces point into a
+    temporary array, so a scalar (ml_dtypes.bfloat16(2.0)) is imported as the
+    0-d array its ``__array__`` makes, the one its interfaces describe."""
+    kind = getattr(getattr(obj, "dtype", None), "kind", None)
+    if not isinstance(kind, str) or len(kind) != 1 or kind in _OWN_REFUSAL_KINDS:
+        return False
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(obj, numpy.generic):
+        return _import_extension_dtype(self, obj.__array__(), obj)
+    return _import_extension_dtype(self, obj, obj)
+
+
+cdef bint _import_extension_dtype(DLPackArray self, object obj, object named=None) except -1:
     """Called when a producer with a NumPy dtype refused DLPack export.
 
     NumPy refuses extension dtypes (ml_dtypes bfloat16 and float8) that
@@ -833,20 +872,32 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
             or name in _NUMPY_NATIVE_NAMES):
         return False
     supported = getattr(np_dtype, "fields", None) is None
+    reason = (f"dlpackarray exchanges whole-byte numeric types only; "
+              f"{supported_dtypes_text().decode()}")
     if supported:
         try:
             dt = parse_dtype(name)
-        except (TypeError, ValueError, BufferError):
+        except BufferError as exc:
+            supported, reason = False, str(exc)  # a known type it cannot hold: why
+        except (TypeError, ValueError):
             supported = False
     if not supported:
         raise BufferError(
-            f"cannot import a '{type(obj).__name__}' of dtype {name!r}: dlpackarray exchanges "
-            f"whole-byte numeric types only; {supported_dtypes_text().decode()}")
+            f"cannot import a '{type(obj if named is None else named).__name__}' of dtype "
+            f"{name!r}: {reason}")
     if getattr(np_dtype, "isnative", False) is not True:
         return False  # byte-swapped: the producer's refusal names the byte order
-    iface = getattr(obj, "__array_interface__", None)
-    if type(iface) is not dict or dtype_itemsize(dt) != getattr(np_dtype, "itemsize", -1):
+    if dtype_itemsize(dt) != getattr(np_dtype, "itemsize", -1):
         return False
+    iface = getattr(obj, "__array_interface__", None)
+    if type(iface) is not dict:
+        # An exporter of __array_struct__ alone: its items, as unsigned bytes.
+        struct = getattr(obj, "__array_struct__", None)
+        if struct is None:
+            return False
+        self.owner = view_from_array_struct_items(obj, struct, &self._view)
+        self._view.dtype = dt
+        return True
     opaque = dict(<dict>iface)
     opaque["typestr"] = f"|u{np_dtype.itemsize}" if np_dtype.itemsize == 1 else \
         f"{'<' if sys.byteorder == 'little' else '>'}u{np_dtype.itemsize}"
@@ -1330,6 +1381,12 @@ cdef class DLPackArray:
 
         Raises
         ------
+        TypeError
+            If ``dtype`` names no type (an unknown name, or one with
+            non-ASCII or NUL characters).
+        BufferError
+            If ``dtype`` names a type DLPack cannot carry element by element
+            (the sub-byte ``int4``, ``float4_e2m1fn``, ...).
         ValueError
             If shape, strides and offset reach outside the buffer.
         """

@@ -34,6 +34,7 @@ cdef extern from "dlpackarray/array_interface.hpp" namespace "dla" nogil:
 # Import: each fills `out` and returns the object that keeps the memory alive.
 cdef object view_from_array_interface(object obj, object iface, TensorView* out)
 cdef object view_from_array_struct_capsule(object obj, object capsule, TensorView* out)
+cdef object view_from_array_struct_items(object obj, object capsule, TensorView* out)
 cdef object view_from_typed_buffer(object obj, object dtype, object shape, object strides,
                                    object offset, TensorView* out)
 # ``obj.__array__`` called NumPy-2 style; returns (array, freshly_copied).

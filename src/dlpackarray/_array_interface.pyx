@@ -111,8 +111,12 @@ cdef DLDataType _typestr_dtype(object typestr, object ctx) except *:
         return dt
     if not isinstance(typestr, str):
         raise TypeError(f"{_where(ctx)}: 'typestr' must be a str, got {type(typestr).__name__}")
+    # ASCII first: a lone surrogate has no UTF-8 form to ask for.  A NUL
+    # would end the C string early.
+    if not (<str>typestr).isascii():
+        raise TypeError(f"{_where(ctx)}: invalid typestr {typestr!r}")
     text = PyUnicode_AsUTF8AndSize(typestr, &n)
-    if not (<str>typestr).isascii() or <size_t>n != strlen(text):
+    if <size_t>n != strlen(text):
         raise TypeError(f"{_where(ctx)}: invalid typestr {typestr!r}")
     dt = dtype_from_typestr(text)
     if type(typestr) is str and n <= 4:  # canonical spellings only: the cache stays small
@@ -272,9 +276,8 @@ cdef int _check_struct_descr(object obj, object descr, const TensorView* out) ex
     return 0
 
 
-cdef object view_from_array_struct_capsule(object obj, object capsule, TensorView* out):
+cdef ArrayInterfaceStruct* _struct_of(object obj, object capsule) except NULL:
     cdef const char* name
-    cdef ArrayInterfaceStruct* s
     if not PyCapsule_CheckExact(capsule):
         raise TypeError(f"{_src(obj, '__array_struct__')} must be a PyCapsule, "
                         f"got {type(capsule).__name__}")
@@ -283,13 +286,29 @@ cdef object view_from_array_struct_capsule(object obj, object capsule, TensorVie
         raise TypeError(f"{_src(obj, '__array_struct__')} is a capsule named "
                         f"{name.decode(errors='replace')!r}; a PyArrayInterface capsule has "
                         "no name")
-    s = <ArrayInterfaceStruct*>PyCapsule_GetPointer(capsule, NULL)
+    return <ArrayInterfaceStruct*>PyCapsule_GetPointer(capsule, NULL)
+
+
+cdef object view_from_array_struct_capsule(object obj, object capsule, TensorView* out):
+    cdef ArrayInterfaceStruct* s = _struct_of(obj, capsule)
     view_from_array_struct(s[0], out)
     if (s.flags & kArrHasDescr) and s.descr != NULL:
         _check_struct_descr(obj, <object>s.descr, out)
     # The capsule keeps the struct (and, by its context, usually the data)
     # alive; the object is kept as well because the spec lets exporters rely
     # on the consumer holding it.
+    return (capsule, obj)
+
+
+cdef object view_from_array_struct_items(object obj, object capsule, TensorView* out):
+    """view_from_array_struct_capsule with the items read as unsigned integers
+    of their size: for an exporter whose dtype, not its typekind, says what
+    they are (an extension dtype calls them void, 'V').  Every other field is
+    checked as usual; the caller sets the dtype."""
+    cdef ArrayInterfaceStruct items = _struct_of(obj, capsule)[0]
+    items.typekind = b'u'
+    items.flags &= ~kArrHasDescr
+    view_from_array_struct(items, out)
     return (capsule, obj)
 
 

@@ -372,7 +372,9 @@ cdef int _c_converter(PyObject* obj, void* address) except 0:
         return 1
     if slot == NULL:
         null_argument("DLPackArray_Converter", "address")
-    result = <object>obj if isinstance(<object>obj, DLPackArray) else \
+    # An array passes through as it is, once it is ready: a converted argument
+    # is read by the C caller, so one that is not is refused here (check_ready).
+    result = _as_array(<object>obj) if isinstance(<object>obj, DLPackArray) else \
         new_from_object(<object>obj, None, None)
     Py_INCREF(result)
     slot[0] = <PyObject*>result

@@ -131,6 +131,17 @@ cdef DType _new_dtype_object(DLDataType dt, unsigned long key):
 _PY_TYPE_NAMES = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
 
 
+cdef bytes _name_bytes(str name):
+    """``name`` for the C++ dtype tables, whose names and typestrs are ASCII
+    without NUL: anything else (a lone surrogate, other non-ASCII text, an
+    embedded NUL that C would read as the end) names no dtype, the same
+    TypeError as any unknown name, instead of an encoding error."""
+    if name.isascii() and "\0" not in name:
+        return name.encode("ascii")
+    raise TypeError(f"unknown dtype name {name!r}: dtype names are ASCII text without NUL "
+                    "characters, such as 'float32', 'bfloat16' or '<f4'")
+
+
 cdef DLDataType parse_dtype(object obj) except *:
     """DType, name, typestr, NumPy dtype/scalar type or Python scalar type -> DLDataType."""
     if isinstance(obj, DType):
@@ -143,7 +154,7 @@ cdef DLDataType _parse_dtype_by_name(object obj) except *:
     # astype() and DType() of one) constructs no C++ string: Cython declares
     # the name's temporary at the top of the function it is in.
     if isinstance(obj, str):
-        return dtype_from_name((<str>obj).encode())
+        return dtype_from_name(_name_bytes(<str>obj))
     if obj in _PY_TYPE_NAMES:
         return dtype_from_name(_PY_TYPE_NAMES[obj].encode())
     kind = getattr(obj, "kind", None)
@@ -154,11 +165,11 @@ cdef DLDataType _parse_dtype_by_name(object obj) except *:
         # float8_e5m2 kind "f" with typestr "<f1", which no NumPy type has.
         if kind in "biufc":
             try:
-                return dtype_from_typestr(typestr.encode())
+                return dtype_from_typestr(_name_bytes(typestr))
             except (TypeError, BufferError):
                 if kind != "f":
                     raise
-        return dtype_from_name(str(getattr(obj, "name", "")).encode())
+        return dtype_from_name(_name_bytes(str(getattr(obj, "name", ""))))
     dtype_attr = getattr(obj, "dtype", None)
     # A class's `dtype` is a descriptor (NumPy scalar types such as np.uint32
     # have a getset one), not a dtype: classes are known by __name__ below.
@@ -166,7 +177,7 @@ cdef DLDataType _parse_dtype_by_name(object obj) except *:
         return parse_dtype(dtype_attr)
     name = getattr(obj, "__name__", None)
     if isinstance(name, str):
-        return dtype_from_name(name.encode())
+        return dtype_from_name(_name_bytes(name))
     raise TypeError(f"cannot interpret {obj!r} as a dtype")
 
 

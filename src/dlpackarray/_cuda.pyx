@@ -420,6 +420,10 @@ cdef object view_from_cuda_array_interface(object obj, object iface, TensorView*
     typestr = iface["typestr"]
     if not isinstance(typestr, str):
         raise TypeError(f"__cuda_array_interface__['typestr'] must be a str, got {typestr!r}")
+    if not typestr.isascii() or "\0" in typestr:
+        # The parser reads ASCII up to a NUL: anything else is malformed, as
+        # for __array_interface__'s typestr.
+        raise TypeError(f"__cuda_array_interface__ has an invalid typestr {typestr!r}")
     data = iface["data"]
     if (not isinstance(data, tuple) or len(<tuple>data) != 2 or not isinstance(data[0], int)
             or not isinstance(data[1], bool)):

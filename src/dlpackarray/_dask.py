@@ -29,9 +29,8 @@ def register(sizeof) -> None:
     @sizeof.register_lazy("dlpackarray")
     def _register_sizeof() -> None:
         from dlpackarray._array import DLPackArray
-        from dlpackarray._pickle import byte_extent
 
-        sizeof.register(DLPackArray)(byte_extent)
+        sizeof.register(DLPackArray)(sizeof_array)
 
     module = sys.modules.get(_SERIALIZE)
     if module is not None and hasattr(module, "dask_deserialize"):
@@ -40,10 +39,24 @@ def register(sizeof) -> None:
         sys.meta_path.insert(0, _WhenDistributedImports())
 
 
+def sizeof_array(x) -> int:
+    """``dask.sizeof(x)``: the bytes ``x``'s elements span.  An array that is not
+    ready (made by ``__new__`` alone, or whose ``__init__`` failed) holds no data
+    and is refused like by every member, not sized as 0 bytes."""
+    from dlpackarray._array import require_ready
+    from dlpackarray._pickle import byte_extent
+
+    require_ready(x)
+    return byte_extent(x)
+
+
 def dask_serialize(x) -> tuple[dict, list]:
-    """distributed's "dask" family: the span as one frame (no copy for host data)."""
+    """distributed's "dask" family: the span as one frame (no copy for host data).
+    An array that is not ready is refused, as pickling it is."""
+    from dlpackarray._array import require_ready
     from dlpackarray._pickle import reduce_array
 
+    require_ready(x)
     _rebuild, args = reduce_array(x, 5)
     version, payload, dtype, shape, strides, offset, readonly, device = args
     frame = payload.raw() if hasattr(payload, "raw") else memoryview(payload)

@@ -125,6 +125,18 @@ cdef int _check_int_tuple(object value, str what) except -1:
     return 0
 
 
+#: The classes ``rebuild`` raises (its docstring), in the order a subclass of
+#: more than one of them is matched.
+cdef tuple _DOCUMENTED = (BufferError, OverflowError, TypeError, ValueError)
+
+
+cdef type _documented_class(BaseException exc):
+    for cls in _DOCUMENTED:
+        if isinstance(exc, cls):
+            return cls
+    return TypeError  # not reached: only _DOCUMENTED instances are caught
+
+
 def rebuild(version, data, dtype, shape, strides, offset, readonly, device):
     """Reconstruct a pickled :class:`DLPackArray` (what pickles call; not API).
 
@@ -174,8 +186,11 @@ def rebuild(version, data, dtype, shape, strides, offset, readonly, device):
                          "host data (1, 0) or CUDA device data (2, n)")
     try:
         owner = view_from_typed_buffer(data, dtype, shape, strides, offset, &v)
-    except (TypeError, ValueError, OverflowError, BufferError) as exc:
-        raise type(exc)(f"cannot unpickle a DLPackArray: {exc}") from None
+    except _DOCUMENTED as exc:
+        # Reworded as the documented class it belongs to and chained: a
+        # subclass (UnicodeError, a NumPy error) may take other constructor
+        # arguments than one message.
+        raise _documented_class(exc)(f"cannot unpickle a DLPackArray: {exc}") from exc
     if readonly:
         v.readonly = True
     if device == _HOST:
