@@ -568,6 +568,54 @@ class ArrowSchema:
         return _rename(c, "arrow_schemaX")
 
 
+#: Format strings written into producers' schemas; they live as long as the process.
+_FORMATS = {f: ctypes.create_string_buffer(f.encode()) for f in ("int32", "+l")}
+
+
+def _set_format(schema_capsule, fmt: str) -> None:
+    """Point an exported schema's format at ``fmt`` (its release frees only what its
+    private data owns, never the format pointer itself)."""
+    field = _abi.capsule_pointer(schema_capsule) + _abi.ArrowSchema.format.offset
+    ctypes.c_void_p.from_address(field).value = ctypes.addressof(_FORMATS[fmt])
+
+
+class ArrowBadSchema:
+    """``__arrow_c_schema__`` whose format breaks the format-string rules: ``grammar``, a
+    type name instead of a format string; ``children``, a two-field struct called a list
+    (one child)."""
+
+    def __init__(self, bug):
+        import pyarrow as pa
+
+        self.bug = bug
+        self.t = pa.int32() if bug == "grammar" else pa.struct([("a", pa.int8()), ("b", pa.int8())])
+
+    def __arrow_c_schema__(self):
+        c = self.t.__arrow_c_schema__()
+        _set_format(c, "int32" if self.bug == "grammar" else "+l")
+        return c
+
+
+class ArrowEdited:
+    """``__arrow_c_array__`` of a pyarrow array with one buffer pointer set to NULL:
+    ``validity`` (the array has a null), ``values`` or ``offsets`` (of a string array)."""
+
+    def __init__(self, bug):
+        import pyarrow as pa
+
+        self.bug = bug
+        if bug == "offsets":
+            self.pa = pa.array(["a", "bc"])
+        else:
+            self.pa = pa.array([1, None, 3], type=pa.int64())
+
+    def __arrow_c_array__(self, requested_schema=None):
+        s, a = self.pa.__arrow_c_array__(requested_schema)
+        arr = _abi.ArrowArray.from_address(_abi.capsule_pointer(a))
+        arr.buffers[0 if self.bug == "validity" else 1] = None
+        return s, a
+
+
 class ArrowStream:
     """``__arrow_c_stream__`` of a pyarrow table, renamed or with a NULL callback."""
 
@@ -803,6 +851,11 @@ CORPUS = [
     ("arrow.device-array.reserved-zero", lambda: ArrowDeviceStream("chunk-reserved")),
     ("arrow.device-array.sync-event-handle", lambda: ArrowCudaArray("null-event")),
     ("arrow.device-stream.device-type", lambda: ArrowDeviceStream("device-type")),
+    ("arrow.schema.format-grammar", lambda: ArrowBadSchema("grammar")),
+    ("arrow.schema.children", lambda: ArrowBadSchema("children")),
+    ("arrow.array.validity-null", lambda: ArrowEdited("validity")),
+    ("arrow.array.buffers-non-null", lambda: ArrowEdited("values")),
+    ("arrow.array.buffers-non-null", lambda: ArrowEdited("offsets")),
     # DLPack C exchange API
     ("exchange.capsule-name", lambda: _exchange_type("name")()),
     ("exchange.version", lambda: _exchange_type("version")()),

@@ -190,7 +190,7 @@ def test_hostile_capsules_are_refused_in_process():
     proc = run_python(code, timeout=300)
     assert_clean_exit(proc)
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    for (bugs, expected), failed in zip(HOSTILE, results):
+    for (bugs, expected), failed in zip(HOSTILE, results, strict=True):
         assert expected & set(failed), (bugs, failed)
 
 
@@ -271,9 +271,7 @@ def test_isolate_unreadable_report_is_named_not_called_a_crash():
     def unreadable(text):
         raise ValueError("not a report")
 
-    report = _isolate.run_isolated(
-        "np.arange(3.0)", None, unreadable, RULES["process.no-crash"]
-    )
+    report = _isolate.run_isolated("np.arange(3.0)", None, unreadable, RULES["process.no-crash"])
     (bad,) = report.failures()
     assert bad.rule.id == "process.no-crash"
     assert "could not be read" in bad.message and "not a report" in bad.message
@@ -286,15 +284,13 @@ def _stderr(frames: int, c_stack: int, extra: int = 0) -> list[str]:
               " call first):"]  # fmt: skip
     lines += [f'  File "/p/producer.py", line {i + 1} in probe_{i}' for i in range(frames)]
     lines += ["", "Current thread's C stack trace (most recent call first):"]
-    lines += [f"  Binary file \"/lib/x.so\", at +0x{i:x} [0x{i:x}]" for i in range(c_stack)]
+    lines += [f'  Binary file "/lib/x.so", at +0x{i:x} [0x{i:x}]' for i in range(c_stack)]
     lines += ["", "Extension modules: numpy (total: 1)"]
     return lines
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    frames=st.integers(1, 60), c_stack=st.integers(0, 400), extra=st.integers(0, 100)
-)
+@given(frames=st.integers(1, 60), c_stack=st.integers(0, 400), extra=st.integers(0, 100))
 def test_crash_tail_keeps_the_fatal_error_and_its_frame(frames, c_stack, extra):
     """Whatever follows it (3.14's C stack), the kept stderr names the fatal error and the
     innermost Python frame, and stays bounded."""

@@ -12,7 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from dlpackarray.testing import _common, _interrupts, _spec, arrow, buffer, cuda, dlpack, exchange, host_only, report
+from dlpackarray.testing import (
+    _common,
+    _interrupts,
+    _spec,
+    arrow,
+    buffer,
+    cuda,
+    dlpack,
+    exchange,
+    host_only,
+    report,
+)
 from dlpackarray.testing import array_interface as _ai
 from dlpackarray.testing._isolate import run_isolated
 from dlpackarray.testing.report import (

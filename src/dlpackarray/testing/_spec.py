@@ -67,7 +67,9 @@ def arrow_columnar(section: str, anchor: str) -> str:
 
 def buffer_protocol(section: str, anchor: str) -> str:
     return cite(
-        "Python C API, buffer protocol", section, f"https://docs.python.org/3/c-api/buffer.html#{anchor}"
+        "Python C API, buffer protocol",
+        section,
+        f"https://docs.python.org/3/c-api/buffer.html#{anchor}",
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 
 from dlpackarray.testing import _abi, _common, _forked, _spec
+from dlpackarray.testing import arrow_format as _format
 from dlpackarray.testing.report import Recorder, rule_table
 
 PYCAPSULE = _spec.arrow_capsule("PyCapsule Standard", "pycapsule-standard")
@@ -21,9 +22,9 @@ RELEASE = _spec.arrow_c(
 FORMATS = _spec.arrow_c(
     "Data type description -- format strings", "data-type-description-format-strings"
 )
-LAYOUT = _spec.arrow_columnar(
-    "Buffer Listing for Each Layout", "buffer-listing-for-each-layout"
-)
+LAYOUT = _spec.arrow_columnar("Buffer Listing for Each Layout", "buffer-listing-for-each-layout")
+SCHEMA = _spec.arrow_c("The ArrowSchema structure", "the-arrowschema-structure")
+BUFFERS = _spec.arrow_c("ArrowArray: buffers", "c.ArrowArray.buffers")
 SCHEMA_REQUESTS = _spec.arrow_capsule("Schema Requests", "schema-requests")
 LIFETIME = _spec.arrow_capsule("Lifetime Semantics", "lifetime-semantics")
 DEVICE_SUPPORT = _spec.arrow_capsule("Device Support", "device-support")
@@ -106,6 +107,34 @@ RULES = rule_table(
             "must",
             "length >= 0, offset >= 0, null_count >= -1, buffers non-NULL when n_buffers > 0",
             ARRAY,
+        ),
+        (
+            "arrow.schema.format-grammar",
+            "must",
+            "every format string (children's and dictionary's included) is in the C data "
+            "interface's format-string grammar",
+            FORMATS,
+        ),
+        (
+            "arrow.schema.children",
+            "must",
+            "n_children is the format's (1 for lists, maps and fixed-size lists, 2 for "
+            "run-end encoded, one per type id for unions, 0 for non-nested types) and no "
+            "child pointer is NULL",
+            f"{FORMATS}; {SCHEMA}",
+        ),
+        (
+            "arrow.array.validity-null",
+            "must",
+            "the validity buffer is NULL only when null_count is 0",
+            BUFFERS,
+        ),
+        (
+            "arrow.array.buffers-non-null",
+            "must",
+            "with length > 0 the values / offsets / views / type-ids buffers are non-NULL "
+            "(only a buffer of size 0 may be NULL)",
+            BUFFERS,
         ),
         (
             "arrow.array.schema-agrees",
@@ -207,6 +236,33 @@ def _expected_buffers(fmt: str) -> tuple[int, bool] | None:
     if fmt.startswith("+ud:"):
         return 2, True
     return None
+
+
+def _check_format(rec, schema, array=None, where: str = "") -> None:
+    """The format-string, children and buffer rules on one schema (and its array)."""
+    grammar, children = _format.schema_problems(schema)
+    rec.check("arrow.schema.format-grammar", not grammar, where + "; ".join(grammar))
+    rec.check("arrow.schema.children", not children, where + "; ".join(children))
+    if array is None or grammar or children:
+        return
+    validity, buffers = _format.array_problems(schema, array)
+    rec.check("arrow.array.validity-null", not validity, where + "; ".join(validity))
+    rec.check("arrow.array.buffers-non-null", not buffers, where + "; ".join(buffers))
+
+
+def _check_stream_format(rec, obj, method, name, device: bool) -> None:
+    """The format rules on a fresh stream's schema and first chunk."""
+    box = _fresh_capsule(obj, method, name)
+    if not box:
+        return
+    schema, chunk, release = _format.stream_schema_and_chunk(_abi.capsule_pointer(box[0]), device)
+    try:
+        if schema is not None:
+            arr = None if chunk is None else (chunk.array if device else chunk)
+            _check_format(rec, schema, arr, f"{method}: ")
+    finally:
+        release()
+        box.clear()
 
 
 def _call(rec, rule, fn, *args, **kw):
@@ -360,6 +416,7 @@ def _check_pair(rec, obj, method, array_name, names_rule) -> None:
         if arr.n_children != schema.n_children:
             problems.append(f"{arr.n_children} children vs {schema.n_children} in the schema")
         rec.check("arrow.array.schema-agrees", not problems, "; ".join(problems))
+        _check_format(rec, schema, arr, f"{method}: ")
         if dev:
             _check_device_fields(rec, whole, "")
             _check_device_agrees(rec, obj, whole)
@@ -573,6 +630,10 @@ def check(obj, rec: Recorder) -> None:
     if hasattr(obj, "__arrow_c_schema__"):
         cap = _call(rec, "arrow.schema.capsule-name", obj.__arrow_c_schema__)
         if cap is not None and _named(rec, "arrow.schema.capsule-name", cap, "arrow_schema"):
+            schema = _abi.ArrowSchema.from_address(_abi.capsule_pointer(cap))
+            if schema.release:
+                _check_format(rec, schema, None, "__arrow_c_schema__: ")
+            del schema
             box = [cap]
             del cap
             _watch_release(rec, box, _abi.ArrowSchema)
@@ -610,6 +671,7 @@ def check(obj, rec: Recorder) -> None:
                 box = [cap]
                 del cap
                 _watch_release(rec, box, struct)
+                _check_stream_format(rec, obj, method, name, struct is _abi.ArrowDeviceArrayStream)
                 box = _fresh_capsule(obj, method, name)
                 if box:
                     _check_consumed(rec, box, struct)

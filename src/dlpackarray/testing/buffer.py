@@ -9,7 +9,9 @@ from dlpackarray.testing import _abi, _spec
 from dlpackarray.testing.report import Recorder, rule_table
 
 OVERVIEW = _spec.buffer_protocol("Buffer structure", "buffer-structure")
-FORMATS = _spec.pep3118("Additions to the struct string-syntax", "additions-to-the-struct-string-syntax")
+FORMATS = _spec.pep3118(
+    "Additions to the struct string-syntax", "additions-to-the-struct-string-syntax"
+)
 REQUESTS = _spec.buffer_protocol("Buffer request types", "buffer-request-types")
 
 RULES = rule_table(

@@ -17,7 +17,9 @@ SEMANTICS = _spec.dlpack_python("Semantics", "semantics")
 IMPLEMENTATION = _spec.dlpack_python("Implementation", "implementation")
 DLTENSOR = _spec.dlpack_c("DLTensor", "c.DLTensor")
 VERSIONED = _spec.dlpack_c("DLManagedTensorVersioned", "c.DLManagedTensorVersioned")
-FLAGS = _spec.dlpack_c("DLPACK_FLAG_BITMASK_READ_ONLY, _IS_COPIED", "c.DLPACK_FLAG_BITMASK_READ_ONLY")
+FLAGS = _spec.dlpack_c(
+    "DLPACK_FLAG_BITMASK_READ_ONLY, _IS_COPIED", "c.DLPACK_FLAG_BITMASK_READ_ONLY"
+)
 
 #: The newest DLPack version the checker understands; requests use it as max_version.
 MAX_VERSION = (1, 3)
@@ -31,7 +33,9 @@ RULES = rule_table(
             "dlpack.device.pair",
             "must",
             "__dlpack_device__() returns a (device_type, device_id) pair of ints",
-            _spec.array_api_dlpack("Parameters (dl_device)") + "; " + _spec.array_api_device("Returns"),
+            _spec.array_api_dlpack("Parameters (dl_device)")
+            + "; "
+            + _spec.array_api_device("Returns"),
         ),
         (
             "dlpack.export.repeatable",
@@ -568,12 +572,7 @@ def _check_layout(rec, cap, memory):
             bool(cap.flags & _abi.FLAG_READ_ONLY),
             "the object's memory is read-only but READ_ONLY is not set",
         )
-    if (
-        not cap.ndim_ok
-        or cap.shape_null
-        or min(cap.shape, default=0) < 0
-        or cap.itemsize_bits <= 0
-    ):
+    if not cap.ndim_ok or cap.shape_null or min(cap.shape, default=0) < 0 or cap.itemsize_bits <= 0:
         return  # dlpack.tensor.shape / dtype already fail; nothing to compare
     problems = []
     if tuple(cap.shape) != tuple(memory["shape"]):
