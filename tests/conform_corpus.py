@@ -616,6 +616,65 @@ class ArrowEdited:
         return s, a
 
 
+def _wrap_stream_callback(stream_capsule, struct, field, edit):
+    """Wrap a stream's ``get_schema`` / ``get_next`` so that ``edit(out)`` changes what
+    each successful call hands out."""
+    s = struct.from_address(_abi.capsule_pointer(stream_capsule))
+    real = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(getattr(s, field))
+
+    def call(stream, out):
+        rc = real(stream, out)
+        if rc == 0:
+            edit(out)
+        return rc
+
+    cb = _GET_NEXT(call)
+    _KEEP.append(cb)
+    setattr(s, field, ctypes.cast(cb, ctypes.c_void_p).value)
+
+
+def _null_validity(array_address):
+    arr = _abi.ArrowArray.from_address(array_address)
+    if arr.release and arr.n_children:  # a record batch: its column's validity
+        arr = arr.children[0].contents
+    if arr.release and arr.n_buffers:
+        arr.buffers[0] = None
+
+
+def _int32_format(schema_address):
+    field = schema_address + _abi.ArrowSchema.format.offset
+    ctypes.c_void_p.from_address(field).value = ctypes.addressof(_FORMATS["int32"])
+
+
+class ArrowStreamEdited:
+    """``__arrow_c_stream__`` of a table with a null whose chunks have a NULL validity
+    buffer (``validity``), or ``__arrow_c_device_stream__`` of a DLPackArray whose schema
+    has a format outside the grammar (``format``)."""
+
+    def __init__(self, bug):
+        import pyarrow as pa
+
+        import dlpackarray
+
+        self.bug = bug
+        self.t = pa.table({"a": pa.array([1, None, 3], type=pa.int64())})
+        self.d = dlpackarray.DLPackArray(np.arange(3, dtype=np.int64))
+        if bug == "validity":
+            self.__arrow_c_stream__ = self._stream
+        else:
+            self.__arrow_c_device_stream__ = self._device_stream
+
+    def _stream(self, requested_schema=None):
+        c = self.t.__arrow_c_stream__(requested_schema)
+        _wrap_stream_callback(c, _abi.ArrowArrayStream, "get_next", _null_validity)
+        return c
+
+    def _device_stream(self, requested_schema=None, **kwargs):
+        c = self.d.__arrow_c_device_stream__(requested_schema, **kwargs)
+        _wrap_stream_callback(c, _abi.ArrowDeviceArrayStream, "get_schema", _int32_format)
+        return c
+
+
 class ArrowStream:
     """``__arrow_c_stream__`` of a pyarrow table, renamed or with a NULL callback."""
 
@@ -856,6 +915,8 @@ CORPUS = [
     ("arrow.array.validity-null", lambda: ArrowEdited("validity")),
     ("arrow.array.buffers-non-null", lambda: ArrowEdited("values")),
     ("arrow.array.buffers-non-null", lambda: ArrowEdited("offsets")),
+    ("arrow.array.validity-null", lambda: ArrowStreamEdited("validity")),
+    ("arrow.schema.format-grammar", lambda: ArrowStreamEdited("format")),
     # DLPack C exchange API
     ("exchange.capsule-name", lambda: _exchange_type("name")()),
     ("exchange.version", lambda: _exchange_type("version")()),
