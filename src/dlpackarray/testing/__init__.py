@@ -113,8 +113,17 @@ def check_conformance(
         is that one family); default all.  An unknown name raises ``ValueError``.
     isolate : bool
         Run the probes in a child interpreter, so a producer that crashes (a deleter that
-        frees twice, garbage pointers) fails rule ``process.no-crash`` instead of killing
-        the caller.
+        frees twice, garbage pointers) or hangs fails rule ``process.no-crash`` instead of
+        killing or blocking the caller.  One child may run 60 s
+        (``_isolate.TIMEOUT``) and all of one check's children together 120 s
+        (``_isolate.TOTAL_TIMEOUT``); a child that runs out is killed with every process
+        it started.
+
+    Every exception a producer raises -- ``SystemExit``, ``GeneratorExit``,
+    ``KeyboardInterrupt`` and bare ``BaseException`` included -- is reported as its
+    failure, never raised; only a SIGINT delivered during the check (the user's Ctrl-C,
+    seen when the check runs in the main thread with Python's default handler) raises
+    ``KeyboardInterrupt``.
 
     Returns
     -------

@@ -6,6 +6,10 @@ a signal, or an exception that escaped the checker -- the parent names the rule 
 call that was running and quotes the end of the child's stderr (the Python traceback).
 The parent then runs the child again without that probe (``--skip``), so one crashing
 probe costs one rule, not the whole report; ``process.no-crash`` fails and says why.
+
+Every wait is bounded (``TIMEOUT`` per child, ``TOTAL_TIMEOUT`` per check); the child runs
+in a session of its own, killed as a whole, and writes its output to files and its report
+to a file only it (not a copy a producer forked) writes.
 """
 
 from __future__ import annotations
