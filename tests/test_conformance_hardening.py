@@ -139,6 +139,22 @@ def test_a_real_sigint_stops_the_check():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_keyboard_interrupt_off_the_main_thread_is_reported_and_said_so():
+    """Off the main thread no SIGINT can be watched: a producer's KeyboardInterrupt is
+    reported, and its message says the checker could not tell it from a Ctrl-C."""
+    import threading
+
+    out = []
+    worker = threading.Thread(
+        target=lambda: out.append(check_conformance(_Raises(KeyboardInterrupt("p"))))
+    )
+    worker.start()
+    worker.join(120)
+    (report,) = out
+    messages = " ".join(r.message for r in report.failures())
+    assert "KeyboardInterrupt" in messages and "Ctrl-C" in messages
+
+
 # -- constant memory over many checks -----------------------------------------------------
 
 
@@ -276,6 +292,14 @@ def test_isolate_unreadable_report_is_named_not_called_a_crash():
     assert bad.rule.id == "process.no-crash"
     assert "could not be read" in bad.message and "not a report" in bad.message
     assert "killed" not in bad.message
+
+
+def test_isolate_child_ending_without_a_report_is_named():
+    """A child that exits 0 before writing a report (a producer calling sys.exit while
+    loading) is reported as ending without one, not as a crash."""
+    report = check_conformance("__import__('sys').exit(0)", isolate=True)
+    (bad,) = report.failures()
+    assert "exit status 0" in bad.message and "it wrote none" in bad.message
 
 
 def _stderr(frames: int, c_stack: int, extra: int = 0) -> list[str]:

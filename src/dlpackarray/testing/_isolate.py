@@ -133,7 +133,6 @@ def _tail(lines: list[str]) -> list[str]:
     tail); then the end of stderr, from the header of its last Python traceback.
     """
     head: list[str] = []
-    start = None
     fatal = [i for i, t in enumerate(lines) if t.startswith("Fatal Python error")]
     if fatal:
         start = fatal[-1]
@@ -198,9 +197,10 @@ def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
             unreadable = f"{type(exc).__name__}: {exc}; it starts {written[:200]!r}"
         if proc.returncode in (0, 1) and parsed is not None:
             break
-        if unreadable is not None or (proc.returncode == 0 and parsed is None):
-            # The child ended without a report it could be judged by: say what it left
-            # rather than calling that a crash.
+        if proc.returncode == 0 or (proc.returncode == 1 and unreadable is not None):
+            # The child ended normally without a report it could be judged by: say what it
+            # left rather than calling that a crash.  (Exit status 1 without a report is an
+            # exception that escaped; a signal is a crash: both are named below.)
             what = unreadable or "it wrote none"
             crashes.append(
                 f"the child ended with {_status(proc.returncode)} but its report could not "
