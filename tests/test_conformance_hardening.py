@@ -163,7 +163,7 @@ def test_call_counters_do_not_outlive_their_check():
     for _ in range(20):
         check_conformance(Made(), protocols="dlpack")
     gc.collect()
-    alive = [o for o in gc.get_objects() if isinstance(o, _abi.CallCounter)]
+    alive = [o for o in gc.get_objects() if type(o) is _abi.CallCounter]
     assert alive == []
     assert len(_abi._LIVE) == 0
 
