@@ -13,6 +13,7 @@ import ctypes
 import os
 
 import numpy as np
+from conform_corpus_arrow_format import ArrowBadSchema, ArrowEdited, ArrowStreamEdited
 
 from dlpackarray.testing import _abi
 
@@ -116,7 +117,7 @@ class Made:
         return (2, 0) if self.bugs.get("cuda") else (1, 0)
 
     def _check_stream(self, stream):
-        """The spec's stream table (reference/dlpack_python_spec.md § stream), with the
+        """The spec's stream table (array API ``__dlpack__``, Parameters: stream), with the
         bugs switched on."""
         b = self.bugs
         if stream is not None and stream == b.get("segfault_stream"):
@@ -204,7 +205,7 @@ class Made:
         t.data = data.ctypes.data
         t.byte_offset = b.get("byte_offset", 0)
         t.device = _abi.DLDevice(*b.get("capsule_device", self._home()))
-        t.ndim = 2
+        t.ndim = b.get("ndim", 2)
         t.dtype = _abi.DLDataType(2, b.get("bits", 64), b.get("lanes", 1))
         t.shape = None if b.get("null_shape") else ctypes.cast(shape, _abi.c_int64_p)
         t.strides = None if b.get("null_strides") else ctypes.cast(strides, _abi.c_int64_p)
@@ -218,6 +219,18 @@ class Made:
             name = b["name"]
         destructor = None if b.get("no_destructor") else _DESTRUCTORS[b.get("destructor", "ok")]
         return _api.PyCapsule_New(address, ctypes.addressof(_NAMES[name]), destructor)
+
+
+class ForkingMade(Made):
+    """A conformant producer whose first ``__dlpack__`` forks: two processes go on."""
+
+    forked = False
+
+    def __dlpack__(self, **kw):
+        if not ForkingMade.forked:
+            ForkingMade.forked = True
+            os.fork()
+        return super().__dlpack__(**kw)
 
 
 class _NoCopyKeyword(Made):
@@ -791,6 +804,13 @@ CORPUS = [
     ("arrow.device-array.reserved-zero", lambda: ArrowDeviceStream("chunk-reserved")),
     ("arrow.device-array.sync-event-handle", lambda: ArrowCudaArray("null-event")),
     ("arrow.device-stream.device-type", lambda: ArrowDeviceStream("device-type")),
+    ("arrow.schema.format-grammar", lambda: ArrowBadSchema("grammar")),
+    ("arrow.schema.children", lambda: ArrowBadSchema("children")),
+    ("arrow.array.validity-null", lambda: ArrowEdited("validity")),
+    ("arrow.array.buffers-non-null", lambda: ArrowEdited("values")),
+    ("arrow.array.buffers-non-null", lambda: ArrowEdited("offsets")),
+    ("arrow.array.validity-null", lambda: ArrowStreamEdited("validity")),
+    ("arrow.schema.format-grammar", lambda: ArrowStreamEdited("format")),
     # DLPack C exchange API
     ("exchange.capsule-name", lambda: _exchange_type("name")()),
     ("exchange.version", lambda: _exchange_type("version")()),
@@ -803,3 +823,29 @@ CORPUS = [
 
 #: Libraries each family of the corpus needs, by rule prefix.
 NEEDS = {"arrow.": "pyarrow"}
+
+
+#: Hostile DLPack capsules: ``(Made's bugs, rules at least one of which must fail)``.  Each
+#: field the checker reads from a raw capsule takes values a struct can hold but a tensor
+#: cannot mean; the in-process checker must report them, never read out of bounds or hang.
+#: (Garbage pointers cannot be told from good ones without reading them: that is what
+#: ``isolate=True`` is for.)
+HOSTILE = [
+    ({"ndim": 2**31 - 1}, {"dlpack.tensor.shape"}),
+    ({"ndim": 65}, {"dlpack.tensor.shape"}),
+    ({"ndim": -1}, {"dlpack.tensor.shape"}),
+    ({"ndim": -(2**31)}, {"dlpack.tensor.shape"}),
+    ({"ndim": 2**31 - 1, "null_shape": True}, {"dlpack.tensor.shape"}),
+    ({"ndim": 2**31 - 1, "null_strides": True}, {"dlpack.tensor.shape"}),
+    ({"shape": (2**63 - 1, 2**63 - 1)}, {"dlpack.tensor.layout-agrees"}),
+    ({"shape": (-(2**63), 4)}, {"dlpack.tensor.shape"}),
+    ({"bits": 0}, {"dlpack.tensor.dtype"}),
+    ({"lanes": 0}, {"dlpack.tensor.dtype"}),
+    ({"bits": 255, "lanes": 65535}, {"dlpack.tensor.layout-agrees"}),
+    ({"byte_offset": 2**64 - 1}, {"dlpack.tensor.first-element"}),
+    ({"capsule_device": (-(2**31), 2**31 - 1)}, {"dlpack.device.agrees"}),
+    ({"version": (2**32 - 1, 2**32 - 1)}, {"dlpack.version.major"}),
+    ({"version": (0, 0)}, {"dlpack.version.major"}),
+    ({"extra_flags": 2**64 - 1 - 7}, {"dlpack.flags.known-bits"}),
+    ({"null_deleter": True}, {"dlpack.deleter.non-null"}),
+]

@@ -181,6 +181,9 @@ def main(argv=None) -> int:
     from dlpackarray.testing import _isolate
 
     _isolate.TIMEOUT = args.timeout
+    # A CUDA subject may crash on purpose (torch's stream=-2) and be rerun without that
+    # probe: leave room for a few reruns of a full child.
+    _isolate.TOTAL_TIMEOUT = max(_isolate.TOTAL_TIMEOUT, 4 * args.timeout)
     if args.list:
         for name, _, expr in SUBJECTS:
             print(f"{name}: {expr}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -246,6 +247,9 @@ def check(doc: dict, folder: str, not_compared: list[str] | None = None) -> list
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
+    global _STARTED_PID
+    _STARTED_PID = os.getpid()
+
     parser = argparse.ArgumentParser(
         prog="python -m dlpackarray conform",
         description="Check a producer's exports against the protocol rules "
@@ -260,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The isolated child's side of check_conformance(isolate=True) (testing/_isolate.py).
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--report-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.write or args.check:
         doc = generate()
@@ -288,18 +293,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.expr:
         parser.error("EXPR is required (or --write/--check DIR)")
     from dlpackarray.cli.inspect import load
-    from dlpackarray.testing import check_conformance
+    from dlpackarray.cli.matrix import _reason
+    from dlpackarray.testing import _families, check_conformance
 
-    protocols = args.protocols.split(",") if args.protocols else None
-    if args.isolate:
-        report = check_conformance(args.expr, protocols=protocols, isolate=True)
-    elif args.trace:
+    try:
+        protocols = _families(args.protocols.split(",")) if args.protocols else None
+    except ValueError as exc:
+        print(f"--protocols: {exc}", file=sys.stderr)
+        return 2
+    if args.trace:
+        # The isolated child: a producer that fails to load is the parent's to report.
         report = _traced(args.expr, protocols, [t for t in args.skip.split(",") if t])
+        return _emit(report, args)
+    # A usage error (the expression does not evaluate, the .npy file is missing) is exit
+    # status 2 with one line, as `inspect` does; 1 means "evaluated, not conformant".
+    try:
+        if args.isolate:
+            if not args.expr.endswith(".npy"):
+                compile(args.expr, "<EXPR>", "eval")
+            report = check_conformance(args.expr, protocols=protocols, isolate=True)
+        else:
+            obj = load(args.expr)
+    except Exception as exc:  # noqa: BLE001 - one line, no traceback
+        print(f"cannot evaluate {args.expr!r}: {_reason(exc)}", file=sys.stderr)
+        return 2
+    if not args.isolate:
+        report = check_conformance(obj, protocols=protocols)
+    return _emit(report, args)
+
+
+def _emit(report, args) -> int:
+    """Print the report; the exit status: 0 conformant, 1 not."""
+    text = report.to_json() if args.json else str(report)
+    if args.report_file:
+        # Only the interpreter the parent started writes its result: a producer that
+        # forks inside a probe leaves a second copy of this process running the checker.
+        if os.getpid() == _STARTED_PID:
+            with open(args.report_file, "w") as f:
+                f.write(text)
     else:
-        report = check_conformance(load(args.expr), protocols=protocols)
-    print(report.to_json() if args.json else report)
+        print(text)
     sys.stdout.flush()  # before a crash at interpreter exit can lose it
     return 0 if report.ok else 1
+
+
+#: The process ``main`` ran in (see ``_emit``).
+_STARTED_PID = -1
 
 
 def _traced(expr: str, protocols, skip):

@@ -12,7 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from dlpackarray.testing import _common, arrow, buffer, cuda, dlpack, exchange, host_only, report
+from dlpackarray.testing import (
+    _common,
+    _interrupts,
+    _spec,
+    arrow,
+    buffer,
+    cuda,
+    dlpack,
+    exchange,
+    host_only,
+    report,
+)
 from dlpackarray.testing import array_interface as _ai
 from dlpackarray.testing._isolate import run_isolated
 from dlpackarray.testing.report import (
@@ -32,7 +43,7 @@ _PROCESS = rule_table(
             "process.no-crash",
             "must",
             "the probes run to completion without crashing the interpreter (isolate=True)",
-            "reference/dlpack_python_spec.md § Capsule lifecycle",
+            _spec.dlpack_python("Implementation", "implementation"),
         ),
     ],
 )
@@ -97,18 +108,29 @@ def check_conformance(
     obj : object
         The producer (an array, a tensor, an Arrow array ...).  With ``isolate=True``, a
         Python expression (str) naming it, evaluated like ``python -m dlpackarray inspect``.
-    protocols : iterable of str, optional
-        Restrict the check to these families (keys of :data:`FAMILIES`); default all.
+    protocols : str or iterable of str, optional
+        Restrict the check to these families (keys of :data:`FAMILIES`; one name as a str
+        is that one family); default all.  An unknown name raises ``ValueError``.
     isolate : bool
         Run the probes in a child interpreter, so a producer that crashes (a deleter that
-        frees twice, garbage pointers) fails rule ``process.no-crash`` instead of killing
-        the caller.
+        frees twice, garbage pointers) or hangs fails rule ``process.no-crash`` instead of
+        killing or blocking the caller.  One child may run 60 s
+        (``_isolate.TIMEOUT``) and all of one check's children together 120 s
+        (``_isolate.TOTAL_TIMEOUT``); a child that runs out is killed with every process
+        it started.
+
+    Every exception a producer raises -- ``SystemExit``, ``GeneratorExit``,
+    ``KeyboardInterrupt`` and bare ``BaseException`` included -- is reported as its
+    failure, never raised; only a SIGINT delivered during the check (the user's Ctrl-C,
+    seen when the check runs in the main thread with Python's default handler) raises
+    ``KeyboardInterrupt``.
 
     Returns
     -------
     ConformanceReport
         One result per rule: ``pass``, ``fail`` or ``not-applicable``.
     """
+    protocols = _families(protocols)
     if isolate:
         if not isinstance(obj, str):
             raise TypeError("isolate=True takes the producer as an expression (str)")
@@ -116,34 +138,49 @@ def check_conformance(
     return _check(obj, protocols)
 
 
+def _families(protocols) -> list[str] | None:
+    """``protocols`` as a list of family names: one name (a str) is one family, not its
+    letters; unknown names raise ``ValueError`` before anything is probed."""
+    if protocols is None:
+        return None
+    names = [protocols] if isinstance(protocols, str) else list(protocols)
+    unknown = [n for n in names if not isinstance(n, str) or n not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown protocol families {unknown!r}; known: {list(FAMILIES)}")
+    return names
+
+
 def _check(obj, protocols=None, skip: Iterable[str] = ()) -> ConformanceReport:
     """``check_conformance`` in this process; ``skip``: families and rules whose probes
     crashed an earlier isolated run (``_isolate``), left out of this one."""
+    protocols = _families(protocols)
     wanted = set(FAMILIES if protocols is None else protocols)
-    unknown = wanted - set(FAMILIES)
-    if unknown:
-        raise ValueError(f"unknown protocol families {sorted(unknown)}; known: {list(FAMILIES)}")
     skip = frozenset(skip)
-    where = _common.device_location(obj)
     results: list[Result] = []
-    for name, (rules, offered, check) in FAMILIES.items():
-        rec = Recorder(rules, skip)
-        if name not in wanted:
-            why = "not requested"
-        elif name in skip:
-            why = "not probed: this family's probes crashed the interpreter (process.no-crash)"
-        else:
-            report.note(name, None, "is the protocol offered?")
-            why = _run_family(name, obj, rec, where, offered, check)
-        for rule_id, rule in rules.items():
-            status, message = rec.outcomes.get(rule_id, (NOT_APPLICABLE, why))
-            results.append(Result(rule, status, message))
+    with _interrupts.Watch() as ctrl_c:
+        try:
+            where = _common.device_location(obj)
+        except BaseException as exc:  # noqa: BLE001 - dlpack.device.pair reports it
+            ctrl_c.reraise_if_user(exc)
+            where = None
+        for name, (rules, offered, check) in FAMILIES.items():
+            rec = Recorder(rules, skip)
+            if name not in wanted:
+                why = "not requested"
+            elif name in skip:
+                why = "not probed: this family's probes crashed the interpreter (process.no-crash)"
+            else:
+                report.note(name, None, "is the protocol offered?")
+                why = _run_family(name, obj, rec, where, offered, check, ctrl_c)
+            for rule_id, rule in rules.items():
+                status, message = rec.outcomes.get(rule_id, (NOT_APPLICABLE, why))
+                results.append(Result(rule, status, message))
     report.note("process", None, "all probes done")
     results.append(Result(_PROCESS["process.no-crash"], "pass", ""))
     return ConformanceReport(_subject(obj), results)
 
 
-def _run_family(name, obj, rec, where, offered, check) -> str:
+def _run_family(name, obj, rec, where, offered, check, ctrl_c) -> str:
     """Run one family's probes; returns why its unreached rules are not applicable."""
     try:
         if where is not None and name in host_only.FAMILIES:
@@ -158,10 +195,13 @@ def _run_family(name, obj, rec, where, offered, check) -> str:
         elif not offered(obj):
             return "protocol not offered"
         check(obj, rec)
-    except Exception as exc:  # noqa: BLE001 - reported, never raised
+    except BaseException as exc:  # noqa: BLE001 - reported, never raised
+        # SystemExit, GeneratorExit, KeyboardInterrupt or a bare BaseException out of the
+        # producer is its failure too; only the user's own Ctrl-C stops the check.
+        ctrl_c.reraise_if_user(exc)
         rules = rec.rules
         first = next((r for r in rules if r not in rec.outcomes), next(iter(rules)))
-        rec.fail(rec.current or first, f"probe raised {type(exc).__name__}: {exc}")
+        rec.fail(rec.current or first, f"probe raised {_interrupts.describe(exc, ctrl_c)}")
     return "no probe reached this rule"
 
 

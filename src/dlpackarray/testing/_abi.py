@@ -1,7 +1,9 @@
 """The checker's own ctypes view of the structs behind the exchange capsules.
 
 Only what the rules read: the DLPack managed tensors and exchange table
-(reference/dlpack_abi.md), the Arrow C data / device structs (reference/arrow_c_abi.md),
+(https://dmlc.github.io/dlpack/latest/c_api.html), the Arrow C data / device structs
+(https://arrow.apache.org/docs/format/CDataInterface.html,
+https://arrow.apache.org/docs/format/CDeviceDataInterface.html),
 NumPy's ``PyArrayInterface`` and the CPython capsule calls.  A private ``PyDLL`` handle is
 used because ``ctypes.pythonapi``'s function objects are shared process-wide and other
 libraries reassign their ``argtypes``.
@@ -10,6 +12,7 @@ libraries reassign their ``argtypes``.
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 KDL_CPU = 1
 KDL_CUDA = 2
@@ -213,14 +216,27 @@ def rename_used(capsule, name: str) -> None:
 
 
 class CallCounter:
-    """A C callback standing in for a struct's deleter / release pointer.
+    """Counts the calls a struct makes to its deleter / release pointer.
 
+    The struct's pointer is set to :data:`address`, one C callback shared by every counter
+    that finds its counter by the struct address it is called with (``struct``).
     ``forward`` calls at most once the original function (the real cleanup); every call is
-    counted, so a second call is observed instead of freeing twice.  Instances must stay
-    alive while the struct can still call them: keep them in ``_KEEP``.
+    counted, so a second call is observed instead of freeing twice.
+
+    A counter lives as long as the probe holding it; after that a late call through the
+    shared callback finds no counter and does nothing (the cleanup it forwarded already
+    ran, or is the probe's to run).  A callback per counter would have to live as long as
+    the process, since a producer may call it at any time: one shared callback keeps the
+    checker's memory constant over any number of checks.
     """
 
-    def __init__(self, original: int, forward: bool, clear_release_field: int | None = None):
+    def __init__(
+        self,
+        original: int,
+        forward: bool,
+        struct: int,
+        clear_release_field: int | None = None,
+    ):
         self.calls = 0
         #: The struct's release field right after the forwarded call (Arrow: NULL when the
         #: callback marked the struct released); None until then.
@@ -228,9 +244,8 @@ class CallCounter:
         self.original = original
         self.forward = forward
         self._clear = clear_release_field
-        self.fn = VOID_FN(self._called)
-        self.address = ctypes.cast(self.fn, ctypes.c_void_p).value
-        _KEEP.append(self)
+        self.address = _DISPATCH_ADDRESS
+        _LIVE[struct] = self
 
     def _called(self, ptr):
         self.calls += 1
@@ -244,7 +259,20 @@ class CallCounter:
                 self.left = ctypes.c_void_p.from_address(self._clear).value or 0
 
 
-_KEEP: list[CallCounter] = []
+#: Struct address -> the counter standing in for its deleter / release (weak: a counter
+#: goes with the probe that made it).
+_LIVE: weakref.WeakValueDictionary[int, CallCounter] = weakref.WeakValueDictionary()
+
+
+def _dispatch(ptr):
+    counter = _LIVE.get(ptr or 0)
+    if counter is not None:
+        counter._called(ptr)
+
+
+#: The one C callback every counter's struct points to; it lives as long as the process.
+_DISPATCH = VOID_FN(_dispatch)
+_DISPATCH_ADDRESS = ctypes.cast(_DISPATCH, ctypes.c_void_p).value
 
 _libc = ctypes.CDLL(None)
 

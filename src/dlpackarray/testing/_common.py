@@ -6,7 +6,8 @@ import math
 
 from dlpackarray.testing import _abi
 
-#: Device types whose memory the host can address (reference/dlpack_abi.md § DLDeviceType):
+#: Device types whose memory the host can address (DLPack C API, DLDeviceType:
+#: https://dmlc.github.io/dlpack/latest/c_api.html#c.DLDeviceType):
 #: CPU, CUDA pinned, ROCm pinned and CUDA managed memory.
 HOST_DEVICE_TYPES = frozenset({_abi.KDL_CPU, _abi.KDL_CUDA_HOST, 11, _abi.KDL_CUDA_MANAGED})
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from dlpackarray.testing import _abi
+from dlpackarray.testing import _abi, _spec
 from dlpackarray.testing.report import Recorder, rule_table
 
-CPU = "seeds/004_3b9a833b1fcd8d5a.txt § CPU Array Interface"
+CPU = _spec.numpy_interface("Python side", "python-side")
 
 #: typestr: byte order, kind, item size (datetime units allowed in brackets).
 TYPESTR = re.compile(r"^[<>|=][bitufcmMOSUV]\d+(\[\w+\])?$")

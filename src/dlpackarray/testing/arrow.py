@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import ctypes
 
-from dlpackarray.testing import _abi, _common, _forked
+from dlpackarray.testing import _abi, _common, _forked, _spec
+from dlpackarray.testing import arrow_format as _format
 from dlpackarray.testing.report import Recorder, rule_table
 
-PYCAPSULE = "reference/arrow_c_abi.md § 1. PyCapsule interface (Python layer)"
-STRUCTS = "reference/arrow_c_abi.md § 2. C structs"
-LAYOUT = "reference/arrow_c_abi.md § 4. Buffer layout rules"
-DEVICE = "seeds/003_cd221b683c0ea064.txt § Rationale for this change"
-SCHEMA_REQUESTS = "seeds/003_cd221b683c0ea064.txt § Schema Requests"
-LIFETIME = "seeds/003_cd221b683c0ea064.txt § Lifetime Semantics"
-DEVICE_SUPPORT = "seeds/003_cd221b683c0ea064.txt § Device Support"
+PYCAPSULE = _spec.arrow_capsule("PyCapsule Standard", "pycapsule-standard")
+ARRAY = _spec.arrow_c("The ArrowArray structure", "the-arrowarray-structure")
+RELEASE = _spec.arrow_c(
+    "Release callback semantics -- for producers", "release-callback-semantics-for-producers"
+)
+FORMATS = _spec.arrow_c(
+    "Data type description -- format strings", "data-type-description-format-strings"
+)
+LAYOUT = _spec.arrow_columnar("Buffer Listing for Each Layout", "buffer-listing-for-each-layout")
+SCHEMA = _spec.arrow_c("The ArrowSchema structure", "the-arrowschema-structure")
+BUFFERS = _spec.arrow_c("ArrowArray: buffers", "c.ArrowArray.buffers")
+SCHEMA_REQUESTS = _spec.arrow_capsule("Schema Requests", "schema-requests")
+LIFETIME = _spec.arrow_capsule("Lifetime Semantics", "lifetime-semantics")
+DEVICE_SUPPORT = _spec.arrow_capsule("Device Support", "device-support")
+DEVICE_ARRAY = _spec.arrow_device("ArrowDeviceArray definition", "arrowdevicearray-definition")
+DEVICE_STREAM = _spec.arrow_device("ArrowDeviceArrayStream", "arrowdevicearraystream")
+STREAM = _spec.arrow_stream("Structure definition", "structure-definition")
 
 RULES = rule_table(
     "arrow",
@@ -46,13 +57,13 @@ RULES = rule_table(
             "arrow.device-array.capsule-names",
             "must",
             '__arrow_c_device_array__() returns ("arrow_schema", "arrow_device_array") capsules',
-            f"{DEVICE}; {PYCAPSULE}",
+            f"{DEVICE_SUPPORT}; {PYCAPSULE}",
         ),
         (
             "arrow.device-stream.capsule-name",
             "must",
             '__arrow_c_device_stream__() returns a capsule named "arrow_device_array_stream"',
-            f"{DEVICE}; {PYCAPSULE}",
+            f"{DEVICE_SUPPORT}; {PYCAPSULE}",
         ),
         (
             "arrow.requested-schema.none",
@@ -77,7 +88,7 @@ RULES = rule_table(
             "arrow.release.non-null",
             "must",
             "every exported struct has a non-NULL release callback",
-            STRUCTS,
+            RELEASE,
         ),
         (
             "arrow.capsule.destructor",
@@ -95,7 +106,35 @@ RULES = rule_table(
             "arrow.array.fields",
             "must",
             "length >= 0, offset >= 0, null_count >= -1, buffers non-NULL when n_buffers > 0",
-            STRUCTS,
+            ARRAY,
+        ),
+        (
+            "arrow.schema.format-grammar",
+            "must",
+            "every format string (children's and dictionary's included) is in the C data "
+            "interface's format-string grammar",
+            FORMATS,
+        ),
+        (
+            "arrow.schema.children",
+            "must",
+            "n_children is the format's (1 for lists, maps and fixed-size lists, 2 for "
+            "run-end encoded, one per type id for unions, 0 for non-nested types) and no "
+            "child pointer is NULL",
+            f"{FORMATS}; {SCHEMA}",
+        ),
+        (
+            "arrow.array.validity-null",
+            "must",
+            "the validity buffer is NULL only when null_count is 0",
+            BUFFERS,
+        ),
+        (
+            "arrow.array.buffers-non-null",
+            "must",
+            "with length > 0 the values / offsets / views / type-ids buffers are non-NULL "
+            "(only a buffer of size 0 may be NULL)",
+            BUFFERS,
         ),
         (
             "arrow.array.schema-agrees",
@@ -107,26 +146,26 @@ RULES = rule_table(
             "arrow.stream.callbacks",
             "must",
             "a stream's get_schema, get_next and get_last_error are non-NULL",
-            STRUCTS,
+            STREAM,
         ),
         (
             "arrow.device-array.sync-event",
             "should",
             "a CPU device array has no sync event",
-            f"{STRUCTS} (ArrowDeviceArray)",
+            DEVICE_ARRAY,
         ),
         (
             "arrow.requested-schema.own",
             "should",
             "requesting the schema the producer itself exports is honoured (accepted, same "
             "format): conversion is best-effort, and this one needs none",
-            f"{PYCAPSULE} (Schema requests); {SCHEMA_REQUESTS}",
+            SCHEMA_REQUESTS,
         ),
         (
             "arrow.release.marks-released",
             "must",
             "a release callback marks its struct released (sets release to NULL)",
-            f"{STRUCTS} (ArrowArray: release-callback duties)",
+            RELEASE,
         ),
         (
             "arrow.release.once-consumed",
@@ -134,34 +173,34 @@ RULES = rule_table(
             "after a consumer moves the struct out (copy, source release = NULL) dropping the "
             "capsule releases nothing: the moved struct's one release is the only one "
             "(probed in a forked child)",
-            f"{PYCAPSULE} (Lifetime rules); {LIFETIME}",
+            f"{LIFETIME}; {RELEASE}",
         ),
         (
             "arrow.device-array.device-agrees",
             "must",
             "a device array's device_type (and device_id off the CPU) is where its buffers are: "
             "__dlpack_device__(), or the CPU when its buffers are __arrow_c_array__'s",
-            f"{STRUCTS} (ArrowDeviceArray); {DEVICE_SUPPORT}",
+            f"{DEVICE_ARRAY}; {DEVICE_SUPPORT}",
         ),
         (
             "arrow.device-array.reserved-zero",
             "must",
             "a device array's reserved bytes are zero (device streams' chunks included)",
-            f"{STRUCTS} (ArrowDeviceArray)",
+            DEVICE_ARRAY,
         ),
         (
             "arrow.device-array.sync-event-handle",
             "must",
             "a non-CPU device array's sync_event is NULL (nothing to wait for) or points to a "
             "non-NULL event handle (it is a cudaEvent_t* / hipEvent_t*, not the handle)",
-            f"{STRUCTS} (Device: ArrowDeviceType; ArrowDeviceArray)",
+            DEVICE_ARRAY,
         ),
         (
             "arrow.device-stream.device-type",
             "must",
             "every chunk of a device stream is on the stream's device_type (and that is "
             "__dlpack_device__()'s when the object has one)",
-            f"{STRUCTS} (ArrowDeviceArrayStream)",
+            DEVICE_STREAM,
         ),
     ],
 )
@@ -197,6 +236,33 @@ def _expected_buffers(fmt: str) -> tuple[int, bool] | None:
     if fmt.startswith("+ud:"):
         return 2, True
     return None
+
+
+def _check_format(rec, schema, array=None, where: str = "") -> None:
+    """The format-string, children and buffer rules on one schema (and its array)."""
+    grammar, children = _format.schema_problems(schema)
+    rec.check("arrow.schema.format-grammar", not grammar, where + "; ".join(grammar))
+    rec.check("arrow.schema.children", not children, where + "; ".join(children))
+    if array is None or grammar or children:
+        return
+    validity, buffers = _format.array_problems(schema, array)
+    rec.check("arrow.array.validity-null", not validity, where + "; ".join(validity))
+    rec.check("arrow.array.buffers-non-null", not buffers, where + "; ".join(buffers))
+
+
+def _check_stream_format(rec, obj, method, name, device: bool) -> None:
+    """The format rules on a fresh stream's schema and first chunk."""
+    box = _fresh_capsule(obj, method, name)
+    if not box:
+        return
+    schema, chunk, release = _format.stream_schema_and_chunk(_abi.capsule_pointer(box[0]), device)
+    try:
+        if schema is not None:
+            arr = None if chunk is None else (chunk.array if device else chunk)
+            _check_format(rec, schema, arr, f"{method}: ")
+    finally:
+        release()
+        box.clear()
 
 
 def _call(rec, rule, fn, *args, **kw):
@@ -236,7 +302,9 @@ def _watch_release(rec, box: list, struct_type) -> None:
     ):
         return
     field = ctypes.addressof(inner) + type(inner).release.offset
-    counter = _abi.CallCounter(inner.release, forward=True, clear_release_field=field)
+    counter = _abi.CallCounter(
+        inner.release, forward=True, struct=ctypes.addressof(inner), clear_release_field=field
+    )
     inner.release = counter.address
     del cap, s, inner
     rec.check(
@@ -290,6 +358,7 @@ def _check_consumed(rec, box: list, struct_type) -> None:
         counter = _abi.CallCounter(
             ctypes.c_void_p.from_address(moved_field).value,
             forward=True,
+            struct=ctypes.addressof(moved),
             clear_release_field=moved_field,
         )
         ctypes.c_void_p.from_address(moved_field).value = counter.address
@@ -347,6 +416,7 @@ def _check_pair(rec, obj, method, array_name, names_rule) -> None:
         if arr.n_children != schema.n_children:
             problems.append(f"{arr.n_children} children vs {schema.n_children} in the schema")
         rec.check("arrow.array.schema-agrees", not problems, "; ".join(problems))
+        _check_format(rec, schema, arr, f"{method}: ")
         if dev:
             _check_device_fields(rec, whole, "")
             _check_device_agrees(rec, obj, whole)
@@ -560,6 +630,10 @@ def check(obj, rec: Recorder) -> None:
     if hasattr(obj, "__arrow_c_schema__"):
         cap = _call(rec, "arrow.schema.capsule-name", obj.__arrow_c_schema__)
         if cap is not None and _named(rec, "arrow.schema.capsule-name", cap, "arrow_schema"):
+            schema = _abi.ArrowSchema.from_address(_abi.capsule_pointer(cap))
+            if schema.release:
+                _check_format(rec, schema, None, "__arrow_c_schema__: ")
+            del schema
             box = [cap]
             del cap
             _watch_release(rec, box, _abi.ArrowSchema)
@@ -597,6 +671,7 @@ def check(obj, rec: Recorder) -> None:
                 box = [cap]
                 del cap
                 _watch_release(rec, box, struct)
+                _check_stream_format(rec, obj, method, name, struct is _abi.ArrowDeviceArrayStream)
                 box = _fresh_capsule(obj, method, name)
                 if box:
                     _check_consumed(rec, box, struct)

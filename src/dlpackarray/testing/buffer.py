@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 import struct
 
-from dlpackarray.testing import _abi
+from dlpackarray.testing import _abi, _spec
 from dlpackarray.testing.report import Recorder, rule_table
 
-OVERVIEW = "seeds/004_3b9a833b1fcd8d5a.txt § Buffer Protocol"
+OVERVIEW = _spec.buffer_protocol("Buffer structure", "buffer-structure")
+FORMATS = _spec.pep3118(
+    "Additions to the struct string-syntax", "additions-to-the-struct-string-syntax"
+)
+REQUESTS = _spec.buffer_protocol("Buffer request types", "buffer-request-types")
 
 RULES = rule_table(
     "buffer",
@@ -17,38 +21,38 @@ RULES = rule_table(
             "buffer.itemsize-matches-format",
             "must",
             "itemsize equals struct.calcsize(format) for a struct-module format",
-            f"{OVERVIEW} (PEP 3118 format strings)",
+            FORMATS,
         ),
         (
             "buffer.shape-matches-len",
             "must",
             "len == product(shape) * itemsize and len(shape) == ndim",
-            f"{OVERVIEW} (PEP 3118 Py_buffer)",
+            OVERVIEW,
         ),
         (
             "buffer.strides-length",
             "must",
             "strides has one entry per dimension",
-            f"{OVERVIEW} (PEP 3118 Py_buffer)",
+            OVERVIEW,
         ),
         (
             "buffer.readonly-refuses-writable",
             "must",
             "a read-only exporter refuses a PyBUF_WRITABLE request",
-            f"{OVERVIEW} (PEP 3118 readonly)",
+            f"{OVERVIEW}; {REQUESTS}",
         ),
         (
             "buffer.agrees-array-interface",
             "must",
             "pointer, shape, strides and read-only state agree with __array_interface__",
-            "seeds/004_3b9a833b1fcd8d5a.txt § CPU Array Interface",
+            _spec.numpy_interface("Python side", "python-side"),
         ),
         (
             "buffer.device-data",
             "must",
             "data the host cannot address (a device tensor) is refused with BufferError or "
             "exported as a host copy, never as the device pointer",
-            f"{OVERVIEW} (PEP 3118: the buffer is host memory; refusal is BufferError)",
+            f"{OVERVIEW}; {REQUESTS}",
         ),
     ],
 )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dlpackarray.testing import _spec
 from dlpackarray.testing.array_interface import TYPESTR
 from dlpackarray.testing.report import Recorder, rule_table
 
-CAI = "seeds/004_3b9a833b1fcd8d5a.txt § CUDA Array Interface (Numba CUDA Array Interface v3)"
+CAI = _spec.cuda_array_interface("Python Interface Specification", "python-interface-specification")
 
 RULES = rule_table(
     "cuda_array_interface",

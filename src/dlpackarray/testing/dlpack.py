@@ -8,14 +8,18 @@ reads: run the checker with ``isolate=True`` for untrusted producers.
 
 from __future__ import annotations
 
-from dlpackarray.testing import _abi, _forked, report
+from dlpackarray import MAX_NDIM
+from dlpackarray.testing import _abi, _forked, _spec, report
 from dlpackarray.testing._common import object_memory
 from dlpackarray.testing.report import Recorder, rule_table
 
-SPEC = "seeds/000_ab2826a100de31d7.txt"  # DLPack python_spec.rst
-API = "seeds/001_5d25edbb8b2baae1.txt"  # array API: array.__dlpack__
-ABI = "reference/dlpack_abi.md"
-PYSPEC = "reference/dlpack_python_spec.md"
+SEMANTICS = _spec.dlpack_python("Semantics", "semantics")
+IMPLEMENTATION = _spec.dlpack_python("Implementation", "implementation")
+DLTENSOR = _spec.dlpack_c("DLTensor", "c.DLTensor")
+VERSIONED = _spec.dlpack_c("DLManagedTensorVersioned", "c.DLManagedTensorVersioned")
+FLAGS = _spec.dlpack_c(
+    "DLPACK_FLAG_BITMASK_READ_ONLY, _IS_COPIED", "c.DLPACK_FLAG_BITMASK_READ_ONLY"
+)
 
 #: The newest DLPack version the checker understands; requests use it as max_version.
 MAX_VERSION = (1, 3)
@@ -29,217 +33,220 @@ RULES = rule_table(
             "dlpack.device.pair",
             "must",
             "__dlpack_device__() returns a (device_type, device_id) pair of ints",
-            f"{API} § Parameters (dl_device); {PYSPEC} § `x.__dlpack_device__()`",
+            _spec.array_api_dlpack("Parameters (dl_device)")
+            + "; "
+            + _spec.array_api_device("Returns"),
         ),
         (
             "dlpack.export.repeatable",
             "should",
             "__dlpack__() can be called again: every call returns a new capsule",
-            f"{API} § Returns",
+            _spec.array_api_dlpack("Returns"),
         ),
         (
             "dlpack.keywords.accepted",
             "must",
             "__dlpack__ accepts the keywords stream, max_version, dl_device and copy",
-            f"{API} § Parameters",
+            _spec.array_api_dlpack("Parameters"),
         ),
         (
             "dlpack.keywords.keyword-only",
             "should",
             "__dlpack__'s parameters are keyword-only (a positional argument is a TypeError)",
-            f"{API} § Parameters; {PYSPEC} § Producer",
+            _spec.array_api_dlpack("Parameters (keyword-only)"),
         ),
         (
             "dlpack.capsule-name.versioned",
             "must",
             'max_version=(1, x) gives a "dltensor_versioned" capsule',
-            f"{SPEC} § Semantics; {PYSPEC} § max_version",
+            f"{SEMANTICS}; " + _spec.array_api_dlpack("Parameters (max_version)"),
         ),
         (
             "dlpack.capsule-name.legacy",
             "must",
             'no max_version gives a legacy "dltensor" capsule (or BufferError)',
-            f"{SPEC} § Semantics; {PYSPEC} § max_version",
+            f"{SEMANTICS}; " + _spec.array_api_dlpack("Parameters (max_version)"),
         ),
         (
             "dlpack.max-version.older-major",
             "must",
             "max_version with an older major gives a legacy capsule or BufferError, "
             "never a versioned one",
-            f"{SPEC} § Semantics; {PYSPEC} § max_version",
+            f"{SEMANTICS}; " + _spec.array_api_dlpack("Parameters (max_version)"),
         ),
         (
             "dlpack.version.major",
             "must",
             "a versioned capsule's version.major is 1..max_version[0]",
-            f"{ABI} § DLManagedTensorVersioned; {PYSPEC} § max_version",
+            f"{VERSIONED}; " + _spec.array_api_dlpack("Parameters (max_version)"),
         ),
         (
             "dlpack.flags.known-bits",
             "should",
             "a versioned capsule sets no undefined flag bits",
-            f"{ABI} § Flag bits (DLManagedTensorVersioned.flags)",
+            FLAGS,
         ),
         (
             "dlpack.capsule.destructor",
             "must",
             "a capsule whose tensor has a deleter has a capsule destructor (no leak when dropped)",
-            f"{SPEC} § Implementation",
+            IMPLEMENTATION,
         ),
         (
             "dlpack.deleter.non-null",
             "should",
             "the managed tensor's deleter is non-NULL",
-            f"{SPEC} § Implementation",
+            IMPLEMENTATION,
         ),
         (
             "dlpack.deleter.once-unconsumed",
             "must",
             "dropping an unconsumed capsule calls the deleter at most once (never twice)",
-            f"{SPEC} § Implementation; {PYSPEC} § Capsule lifecycle",
+            IMPLEMENTATION,
         ),
         (
             "dlpack.deleter.via-struct",
             "should",
             "dropping an unconsumed capsule calls the struct's deleter pointer (the cleanup a "
             "consumer would run; 0 calls means a leak or a private cleanup path)",
-            f"{SPEC} § Implementation",
+            IMPLEMENTATION,
         ),
         (
             "dlpack.deleter.not-after-used-rename",
             "must",
             'dropping a capsule renamed "used_dltensor(_versioned)" does not call the deleter',
-            f"{SPEC} § Implementation; {PYSPEC} § Capsule lifecycle",
+            IMPLEMENTATION,
         ),
         (
             "dlpack.device.agrees",
             "must",
             "the capsule's device equals __dlpack_device__()",
-            f"{API} § Parameters (dl_device)",
+            _spec.array_api_dlpack("Parameters (dl_device)"),
         ),
         (
             "dlpack.dl-device.cpu",
             "must",
             "dl_device=(kDLCPU, 0) on host-accessible data gives a kDLCPU tensor",
-            f"{API} § Parameters (dl_device); {PYSPEC} § dl_device",
+            _spec.array_api_dlpack("Parameters (dl_device)"),
         ),
         (
             "dlpack.dl-device.unsupported-buffererror",
             "must",
             "a dl_device the producer cannot export to raises BufferError",
-            f"{API} § Raises; {PYSPEC} § dl_device",
+            _spec.array_api_dlpack("Raises"),
         ),
         (
             "dlpack.flags.read-only",
             "must",
             "read-only data is exported with DLPACK_FLAG_BITMASK_READ_ONLY",
-            f"{PYSPEC} § errors (producer); {ABI} § Flag bits (DLManagedTensorVersioned.flags)",
+            f"{FLAGS}; {IMPLEMENTATION}",
         ),
         (
             "dlpack.copy.true-new-memory",
             "must",
             "copy=True exports a copy (memory distinct from the object's)",
-            f"{API} § Parameters (copy)",
+            _spec.array_api_dlpack("Parameters (copy)"),
         ),
         (
             "dlpack.copy.true-is-copied",
             "must",
             "copy=True sets DLPACK_FLAG_BITMASK_IS_COPIED",
-            f"{API} § Parameters (copy); {PYSPEC} § copy",
+            _spec.array_api_dlpack("Parameters (copy)"),
         ),
         (
             "dlpack.copy.false-no-copy",
             "must",
             "copy=False exports the object's own memory, without IS_COPIED",
-            f"{API} § Parameters (copy); {PYSPEC} § copy",
+            _spec.array_api_dlpack("Parameters (copy)"),
         ),
         (
             "dlpack.flags.is-copied-accurate",
             "should",
             "an export that aliases the object's memory does not set IS_COPIED",
-            f"{ABI} § Flag bits (DLManagedTensorVersioned.flags)",
+            FLAGS,
         ),
         (
             "dlpack.tensor.shape",
             "must",
-            "ndim >= 0, shape non-NULL when ndim > 0, every extent >= 0",
-            f"{ABI} § DLTensor",
+            f"0 <= ndim <= {MAX_NDIM} (the most DLPackArray accepts), shape non-NULL when "
+            "ndim > 0, every extent >= 0",
+            DLTENSOR,
         ),
         (
             "dlpack.tensor.dtype",
             "must",
             "dtype has bits > 0 and lanes >= 1",
-            f"{ABI} § DLDataType (4 bytes)",
+            _spec.dlpack_c("DLDataType", "c.DLDataType"),
         ),
         (
             "dlpack.tensor.strides-non-null",
             "must",
             "strides are non-NULL when ndim != 0 in a capsule of version >= 1.2",
-            f"{ABI} § DLTensor; {PYSPEC} § Capsule lifecycle",
+            f"{DLTENSOR}; {SEMANTICS}",
         ),
         (
             "dlpack.tensor.first-element",
             "must",
             "data + byte_offset is the address of the object's first element",
-            f"{ABI} § DLTensor (byte_offset)",
+            _spec.dlpack_c("DLTensor (byte_offset)", "c.DLTensor.byte_offset"),
         ),
         (
             "dlpack.tensor.layout-agrees",
             "must",
             "shape, strides and item size agree with the object's buffer / array interface",
-            f"{ABI} § DLTensor",
+            DLTENSOR,
         ),
         (
             "dlpack.stream.cuda-zero-rejected",
             "should",
             "on a CUDA (or CUDA-managed) tensor stream=0 is refused (ambiguous; 1 and 2 name "
             "the default streams)",
-            f"{PYSPEC} § stream; {SPEC} § Semantics",
+            _spec.array_api_dlpack("Parameters (stream)") + f"; {SEMANTICS}",
         ),
         (
             "dlpack.stream.cpu-none-only",
             "should",
             "on a CPU tensor a stream other than None or -1 is refused",
-            f"{PYSPEC} § stream; {SPEC} § Semantics",
+            _spec.array_api_dlpack("Parameters (stream)") + f"; {SEMANTICS}",
         ),
         (
             "dlpack.stream.cuda-legal-accepted",
             "should",
             "on a CUDA (or CUDA-managed) tensor stream None, -1, 1 (legacy default), 2 "
             "(per-thread default) and the producer's own stream (> 2) are accepted",
-            f"{PYSPEC} § stream; {SPEC} § Semantics",
+            _spec.array_api_dlpack("Parameters (stream)") + f"; {SEMANTICS}",
         ),
         (
             "dlpack.stream.rocm-legal-accepted",
             "should",
             "on a ROCm tensor stream None, -1 and 0 (the default stream) are accepted",
-            f"{PYSPEC} § stream",
+            _spec.array_api_dlpack("Parameters (stream)"),
         ),
         (
             "dlpack.stream.rocm-reserved-rejected",
             "should",
             "on a ROCm tensor stream 1 and 2 (CUDA's default-stream values) are refused",
-            f"{PYSPEC} § stream",
+            _spec.array_api_dlpack("Parameters (stream)"),
         ),
         (
             "dlpack.stream.below-minus-one-rejected",
             "should",
             "on a CUDA or ROCm tensor a stream below -1 is refused (stream is an int >= -1)",
-            f"{PYSPEC} § stream",
+            _spec.array_api_dlpack("Parameters (stream)"),
         ),
         (
             "dlpack.stream.refusal-error-type",
             "should",
             "an illegal stream is refused with neither TypeError (a consumer's cue to retry "
             "without keywords, losing the stream) nor BufferError (the data is exportable)",
-            f"{API} § Raises; {PYSPEC} § errors (producer); {PYSPEC} § max_version",
+            _spec.array_api_dlpack("Raises"),
         ),
         (
             "dlpack.deleter.without-gil",
             "must",
             "the deleter of a consumed host-memory capsule runs correctly on a native thread "
             "that does not hold the GIL (probed in a forked child)",
-            f"{PYSPEC} § Capsule lifecycle",
+            IMPLEMENTATION,
         ),
     ],
 )
@@ -252,6 +259,12 @@ STREAM_TABLE = {
     _abi.KDL_CUDA_MANAGED: ("cuda", (None, -1, 1, 2), (0,)),
     _abi.KDL_ROCM: ("rocm", (None, -1, 0), (1, 2)),
 }
+
+
+def ndim_in_range(ndim: int) -> bool:
+    """Whether a tensor's ``ndim`` is one the checker reads shapes for: 0..MAX_NDIM, the
+    bound DLPackArray itself accepts."""
+    return 0 <= ndim <= MAX_NDIM
 
 
 class _Capsule:
@@ -274,7 +287,11 @@ class _Capsule:
         self.ndim = t.ndim
         self.dtype = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
         self.shape_null = not t.shape
-        n = max(self.ndim, 0)
+        # The shape and strides arrays have ndim entries: an ndim outside 0..MAX_NDIM is
+        # refused (dlpack.tensor.shape) before anything is read through them, so a hostile
+        # ndim cannot make the checker read past their end.
+        self.ndim_ok = ndim_in_range(self.ndim)
+        n = self.ndim if self.ndim_ok else 0
         self.shape = () if self.shape_null else tuple(t.shape[i] for i in range(n))
         self.strides = None if not t.strides else tuple(t.strides[i] for i in range(n))
         self.first = (t.data or 0) + t.byte_offset
@@ -461,11 +478,17 @@ def _check_struct(obj, rec, cap, device):
             not cap.flags & ~_abi.KNOWN_FLAGS,
             f"flags 0x{cap.flags:x} has undefined bits",
         )
-    rec.check(
-        "dlpack.tensor.shape",
-        cap.ndim >= 0 and (cap.ndim == 0 or not cap.shape_null) and min(cap.shape, default=0) >= 0,
-        f"ndim={cap.ndim}, shape={'NULL' if cap.shape_null else cap.shape}",
-    )
+    if not cap.ndim_ok:
+        rec.fail(
+            "dlpack.tensor.shape",
+            f"ndim={cap.ndim} is outside 0..{MAX_NDIM}: shape and strides not read",
+        )
+    else:
+        rec.check(
+            "dlpack.tensor.shape",
+            (cap.ndim == 0 or not cap.shape_null) and min(cap.shape, default=0) >= 0,
+            f"ndim={cap.ndim}, shape={'NULL' if cap.shape_null else cap.shape}",
+        )
     rec.check(
         "dlpack.tensor.dtype",
         cap.dtype[1] > 0 and cap.dtype[2] >= 1,
@@ -498,7 +521,7 @@ def _check_deleter(obj, rec, cap):
     # Unconsumed: the producer's destructor must run the deleter once.
     if not rec.probe("dlpack.deleter.once-unconsumed", "drop an unconsumed capsule"):
         return
-    counter = _abi.CallCounter(cap.deleter, forward=True)
+    counter = _abi.CallCounter(cap.deleter, forward=True, struct=cap.address)
     cap.struct.deleter = counter.address
     name = cap.name
     del cap.capsule
@@ -521,7 +544,7 @@ def _check_deleter(obj, rec, cap):
     if again is None or not again.deleter:
         return
     original, address = again.deleter, again.address
-    counter = _abi.CallCounter(original, forward=False)
+    counter = _abi.CallCounter(original, forward=False, struct=address)
     again.struct.deleter = counter.address
     _abi.rename_used(again.capsule, again.name)
     del again.capsule
@@ -549,7 +572,7 @@ def _check_layout(rec, cap, memory):
             bool(cap.flags & _abi.FLAG_READ_ONLY),
             "the object's memory is read-only but READ_ONLY is not set",
         )
-    if cap.shape_null or min(cap.shape, default=0) < 0 or cap.itemsize_bits <= 0:
+    if not cap.ndim_ok or cap.shape_null or min(cap.shape, default=0) < 0 or cap.itemsize_bits <= 0:
         return  # dlpack.tensor.shape / dtype already fail; nothing to compare
     problems = []
     if tuple(cap.shape) != tuple(memory["shape"]):

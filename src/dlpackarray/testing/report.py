@@ -23,8 +23,8 @@ class Rule:
     statement : str
         The requirement in one line.
     reference : str
-        Where the requirement comes from: a spec text (``seeds`` file) or fact sheet
-        (``reference`` file) and its section heading.
+        Where the requirement comes from: the public specification's title, section
+        (``§``) and URL, several joined by ``"; "``.
     level : str
         ``"must"`` (a failure makes the report non-conformant) or ``"should"``.
     protocol : str
