@@ -40,7 +40,7 @@ def huge(dtype, shape):
     return DLPackArray.from_buffer(bytes(itemsize), dtype, shape=shape,
                                    strides=(0,) * len(shape))
 
-cases = [huge("uint8", (2**40,)), huge("float64", (2**20, 2**20)),
+cases = [huge("uint8", (2**40,)), huge("float64", (2**10, 2**30)),
          huge("complex64", (2**10, 2**15, 2**15)), huge("bool", (2**34,))]
 ops = {{
     "tolist": lambda a: a.tolist(),
@@ -68,7 +68,7 @@ for a in cases:
             outcome = "MemoryError"
             result = str(e)
         took = time.perf_counter() - t
-        assert took < 5, (name, a.shape, took)
+        assert took < 10, (name, a.shape, took)
         if name in ("tolist", "copy", "copy.copy", "copy.deepcopy"):
             assert outcome == "MemoryError", (name, a.shape)
             # The message names the element count.
@@ -150,7 +150,7 @@ def test_in_reads_each_distinct_element_once():
     """A broadcast view answers ``in`` by reading its few real elements: a
     (2**40, 2**20) view over three values answers in microseconds."""
     row = np.array([1.5, -2.0, 3.0])
-    x = DLPackArray(np.broadcast_to(row[:, None, None], (3, 2**40, 2**20)))
+    x = DLPackArray.from_buffer(row, "float64", shape=(3, 2**40, 2**20), strides=(8, 0, 0))
     assert -2.0 in x and 3 in x and 4 not in x
     assert 1 in DLPackArray(np.array(1)) and 2 not in DLPackArray(np.array(1))
     assert 0 not in DLPackArray(np.zeros((3, 0)))
