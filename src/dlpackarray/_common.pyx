@@ -35,7 +35,7 @@ cdef int64_t _NOGIL_COPY_BYTES = 1 << 16
 
 # Results smaller than this are never checked against the machine's memory
 # (the check costs a system call; a small allocation fails fast by itself).
-cdef object _CHECKED_BYTES = 1 << 30
+cdef int64_t _CHECKED_BYTES = 1 << 30
 cdef object _physical_memory = None  # bytes; 0: unknown on this platform
 
 
@@ -292,7 +292,8 @@ cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:
     # OverflowError for a broadcast view whose copy would exceed int64 bytes;
     # never a short allocation.
     cdef int64_t nbytes = view_nbytes(src[0])
-    require_memory(nbytes, view_size(src[0]), "a copy")
+    if nbytes >= _CHECKED_BYTES:  # (no Python integers made for the common copy)
+        require_memory(nbytes, view_size(src[0]), "a copy")
     cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
     owner.ptr = aligned_allocate(nbytes)
     owner.nbytes = nbytes

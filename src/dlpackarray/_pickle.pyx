@@ -86,30 +86,33 @@ def reduce_array(DLPackArray a not None, int protocol):
     cdef int i
     cdef Py_ssize_t n
     cdef _WritableBytes writable
+    cdef bint on_host = True  # whether v's bytes are host memory, ready to read
     device = _HOST
     span_owner = a.owner
-    if _ships_a_copy(&e):
-        # The gaps would outweigh the elements: ship the elements alone, C
-        # ordered (what NumPy ships for every non-contiguous array).  The copy
-        # is on the host for CUDA data too, which pickles through the host.
-        span_owner = copy_to_heap(v, &dense)  # waits for a device copy
-        dense.readonly = v.readonly
-        v = &dense
-        e = validate(v[0])
-    elif is_cuda_device(v.device):
+    if is_cuda_device(v.device):
         device = (int(kDLCUDA), int(v.device.device_id))
+        on_host = False
     elif not device_is_host_accessible(v.device):
         raise BufferError(
             f"cannot pickle a DLPackArray on {device_text(v.device).decode()}: only host "
             "memory and CUDA device memory can leave the process")
     elif v.device.device_type != kDLCPU:
         synchronize_for_host_read(v)
+    if _ships_a_copy(&e):
+        # The gaps would outweigh the elements: ship the elements alone, C
+        # ordered (what NumPy ships for every non-contiguous array), copied to
+        # the host as CUDA data always is to travel.
+        span_owner = copy_to_heap(v, &dense)  # waits for a device copy
+        dense.readonly = v.readonly
+        v = &dense
+        e = validate(v[0])
+        on_host = True
     _span_of(v, &e, &span)
     if e.size == 0:
         # Nothing to ship; the span may have no address at all.
         payload = b"" if v.readonly else bytearray()
     else:
-        if device is not _HOST:
+        if not on_host:
             span_owner = copy_to_heap(&span, &host)  # waits for the device copy
             host.readonly = v.readonly
             span = host
