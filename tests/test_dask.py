@@ -98,6 +98,25 @@ def test_dask_family_round_trips_every_layout():
                         [b"", b""])  # fmt: skip
 
 
+class Tagged(DLPackArray):
+    """A subclass with an instance attribute."""
+
+
+def test_subclasses_go_through_the_pickle_family():
+    """distributed serializes a DLPackArray subclass with pickle, which keeps its
+    type and attributes; the plain type keeps the "dask" family."""
+    require("distributed", "Dask's distributed scheduler")
+    from distributed.protocol import deserialize, serialize
+
+    x = Tagged(np.arange(6.0)[::2])
+    x.unit = "m"
+    header, frames = serialize(x)
+    assert header["serializer"] == "pickle"
+    y = deserialize(header, frames)
+    assert type(y) is Tagged and y.unit == "m" and y.tolist() == [0.0, 2.0, 4.0]
+    assert serialize(DLPackArray(np.arange(3)))[0]["serializer"] == "dask"
+
+
 def test_scatter_submit_map_gather_on_a_local_cluster():
     require("distributed", "Dask's distributed scheduler")
     import cloudpickle
