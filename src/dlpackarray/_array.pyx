@@ -1194,7 +1194,9 @@ cdef class DLPackArray:
     # -- pickle and copy (docs/processes.md; the machinery is in _pickle.pyx) ------
     def __reduce_ex__(self, protocol, /):
         """Pickle support: protocol 5 ships the data out-of-band (no copy) when
-        pickle has a ``buffer_callback``; only the bytes the elements span."""
+        pickle has a ``buffer_callback``; only the bytes the elements span (a
+        dense copy of the elements when the span is over twice their bytes).
+        A subclass keeps its type and instance state."""
         check_ready(self)
         return _pickling().reduce_array(self, protocol)
 

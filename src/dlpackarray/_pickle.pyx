@@ -144,8 +144,9 @@ cdef bint _ships_a_copy(const Extent* e) noexcept:
     and views with modest gaps (every other element) are never copied, and a
     pickle is never more than twice its elements' bytes.  A broadcast view's
     span is smaller than its elements' bytes (or their count overflows
-    int64, nbytes -1): it always ships the span."""
-    return e.size != 0 and e.nbytes >= 0 and e.hi - e.lo > 2 * e.nbytes
+    int64, nbytes -1): it always ships the span.  (Both byte counts fit in
+    int64, so their difference does; twice nbytes might not.)"""
+    return e.size != 0 and e.nbytes >= 0 and (e.hi - e.lo) - e.nbytes > e.nbytes
 
 
 cdef int _check_int_tuple(object value, str what) except -1:
