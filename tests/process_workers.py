@@ -6,6 +6,7 @@ A module of its own (not a test module) so that worker processes started with
 
 from __future__ import annotations
 
+import math
 from multiprocessing import shared_memory
 
 from dlpackarray import DLPackArray
@@ -15,11 +16,35 @@ def identity(x):
     return x
 
 
+def ships_a_copy(x: DLPackArray) -> bool:
+    """Whether x's pickle carries a C-contiguous copy of its elements rather than
+    the span they cover: when that span is more than twice their bytes
+    (docs/processes.md)."""
+    from dlpackarray._pickle import byte_extent
+
+    return x.size > 0 and byte_extent(x) > 2 * x.size * x.itemsize
+
+
+def shipped_bytes(x: DLPackArray) -> int:
+    """The bytes x's pickle (or Dask frame) carries."""
+    from dlpackarray._pickle import byte_extent
+
+    return x.size * x.itemsize if ships_a_copy(x) else byte_extent(x)
+
+
+def shipped_strides(x: DLPackArray) -> tuple:
+    """The strides x arrives with in another process."""
+    if ships_a_copy(x):
+        return tuple(math.prod(x.shape[i + 1 :]) for i in range(x.ndim))
+    return x.strides
+
+
 def describe(x: DLPackArray) -> tuple:
-    """What a receiving process sees: layout, flags and the elements' bytes."""
+    """What a receiving process sees: layout (as pickled), flags and the elements'
+    bytes."""
     return (
         x.shape,
-        x.strides,
+        shipped_strides(x),
         x.dtype.name,
         x.readonly,
         x.device,

@@ -264,7 +264,7 @@ def test_suboffsets_refused():
 def test_copy_allocation_failure_is_memory_error():
     huge = np.broadcast_to(np.zeros(1), (2**47,))  # 1 PiB if materialised
     x = DLPackArray(huge)
-    with pytest.raises(MemoryError, match="could not allocate 1125899906842624 bytes"):
+    with pytest.raises(MemoryError, match="1125899906842624 bytes"):
         x.copy()
     with pytest.raises(MemoryError):
         x.__dlpack__(max_version=(1, 3), copy=True)

@@ -99,6 +99,7 @@ NOT_READS = {
 # PyBUF_SIMPLE, a request every initialised array grants.
 ARGS = {
     "__getitem__": (0,),
+    "__contains__": (0,),
     "view": ("uint8",),
     "__reduce_ex__": (5,),
     "__deepcopy__": ({},),

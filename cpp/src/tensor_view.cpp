@@ -184,9 +184,20 @@ Extent validate(const TensorView& v) {
 
 Extent validate_within(const TensorView& v, const void* base, int64_t length) {
   const Extent e = validate(v);
-  if (e.size == 0) return e;
   const auto b = uintptr_t(base);
   const auto first = uintptr_t(v.data) + v.byte_offset;
+  if (e.size == 0) {
+    // No element is read, but the data pointer still has to point into the
+    // buffer or one past its end (numpy.frombuffer's rule: 0 <= offset <=
+    // len), or a consumer would get an address the buffer does not own.
+    if (length < 0 || first < b || first - b > uint64_t(length)) {
+      fail(ErrorKind::Value, "offset " + std::to_string(int64_t(first - b)) +
+                                 " is beyond the end of the source buffer of " +
+                                 std::to_string(length) + " bytes (an empty array's offset " +
+                                 "may be at most the buffer's length)");
+    }
+    return e;
+  }
   const auto lo = first - below(e);
   const auto hi = first + uintptr_t(e.hi);
   if (length < 0 || lo < b || hi > b + uint64_t(length)) {

@@ -41,7 +41,9 @@ from dlpackarray._internal cimport (
     arrow_methods, arrow_path_first, export_arrow, export_arrow_schema,
     raise_arrow_data_error, view_from_arrow,
 )
-from dlpackarray._internal cimport index_of, item_of, scalar_of, tolist_of, truth_of
+from dlpackarray._internal cimport (
+    contains_of, index_of, item_of, scalar_of, tolist_of, truth_of,
+)
 from dlpackarray.abi cimport DLPackExchangeAPI
 from dlpackarray._internal cimport exchange_api_of, view_from_exchange
 from dlpackarray._internal cimport (
@@ -1243,19 +1245,23 @@ cdef class DLPackArray:
     # -- pickle and copy (docs/processes.md; the machinery is in _pickle.pyx) ------
     def __reduce_ex__(self, protocol, /):
         """Pickle support: protocol 5 ships the data out-of-band (no copy) when
-        pickle has a ``buffer_callback``; only the bytes the elements span."""
+        pickle has a ``buffer_callback``; only the bytes the elements span (a
+        dense copy of the elements when the span is over twice their bytes).
+        A subclass keeps its type and instance state."""
         check_ready(self)
         return _pickling().reduce_array(self, protocol)
 
     def __copy__(self):
-        """``copy.copy``: a writable C-contiguous copy with memory of its own."""
+        """``copy.copy``: a writable C-contiguous copy with memory of its own (a
+        subclass keeps its type and a shallow copy of its instance state)."""
         check_ready(self)
         return _pickling().copy_array(self)
 
     def __deepcopy__(self, memo, /):
-        """``copy.deepcopy``: as :meth:`__copy__` (the elements hold no objects)."""
+        """``copy.deepcopy``: as :meth:`__copy__` (the elements hold no objects);
+        a subclass's instance state is deep-copied."""
         check_ready(self)
-        return _pickling().copy_array(self)
+        return _pickling().copy_array(self, memo)
 
     # -- zero-copy views -------------------------------------------------------
     def __getitem__(self, key):
@@ -1372,7 +1378,9 @@ cdef class DLPackArray:
             Strides in **bytes** (like NumPy and the array interface);
             default C-contiguous.  Requires ``shape``.
         offset : int, optional
-            Bytes from the start of the buffer to the first element.
+            Bytes from the start of the buffer to the first element:
+            ``0 <= offset <= len(buffer)``, empty arrays included (the
+            rule of ``numpy.frombuffer``).
 
         Returns
         -------
@@ -1388,7 +1396,8 @@ cdef class DLPackArray:
             If ``dtype`` names a type DLPack cannot carry element by element
             (the sub-byte ``int4``, ``float4_e2m1fn``, ...).
         ValueError
-            If shape, strides and offset reach outside the buffer.
+            If shape, strides and offset reach outside the buffer, or the
+            offset is beyond its end.
         """
         cdef TensorView v
         owner = view_from_typed_buffer(obj, dtype, shape, strides, offset, &v)
@@ -1487,7 +1496,9 @@ cdef class DLPackArray:
         BufferError
             If the data is not in host-accessible memory.
         MemoryError
-            If the result has more entries than Python lists can hold.
+            If the result has more entries than Python lists can hold, or
+            needs more memory than the process can hold (physical memory or
+            ``RLIMIT_AS``): raised before anything is built.
         """
         check_ready(self)
         return tolist_of(&self._view)
@@ -1517,6 +1528,13 @@ cdef class DLPackArray:
         if self._view.ndim == 0:
             raise TypeError("len() of a 0-d DLPackArray")
         return self._view.shape[0]
+
+    def __contains__(self, value):
+        """``value in a``: whether some element equals ``value``, as NumPy's
+        ``(a == value).any()``; each distinct element is read once (a broadcast
+        array reads its few real elements)."""
+        check_ready(self)
+        return contains_of(&self._view, value)
 
     def __repr__(self):
         # Never raises (debuggers and tracebacks call it): names the state.

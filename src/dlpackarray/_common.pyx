@@ -9,13 +9,15 @@ from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
 from dlpackarray.core cimport (
     TensorView, aligned_allocate, aligned_free, dtype_from_name, dtype_from_typestr,
     dtype_itemsize, dtype_name, install_shutdown_gate, kCopyAlways, kCopyIfNeeded, kCopyNever,
-    require_host_memory, set_c_strides, strided_copy_to_contiguous, view_nbytes,
+    require_host_memory, set_c_strides, strided_copy_to_contiguous, view_nbytes, view_size,
 )
 
 from dlpackarray._internal cimport (
     copy_device_to_host_into, is_cuda_device, synchronize_for_host_read,
 )
 from dlpackarray._type_slots cimport VectorcallType
+
+import os
 
 from dlpackarray._devices import DLDeviceType as _PyDeviceType
 
@@ -30,6 +32,48 @@ cdef dict _device_cache = {}
 
 # Copies above this many bytes release the GIL.
 cdef int64_t _NOGIL_COPY_BYTES = 1 << 16
+
+# Results smaller than this are never checked against the machine's memory
+# (the check costs a system call; a small allocation fails fast by itself).
+cdef int64_t _CHECKED_BYTES = 1 << 30
+cdef object _physical_memory = None  # bytes; 0: unknown on this platform
+
+
+cdef object memory_limit():
+    """Bytes this process can ever hold: the machine's physical memory, or
+    the address-space limit (``RLIMIT_AS``) when that is lower; 0 if unknown."""
+    global _physical_memory
+    if _physical_memory is None:
+        try:
+            _physical_memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            _physical_memory = 0
+    limit = _physical_memory
+    try:
+        import resource  # POSIX only
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft >= 0 and (limit == 0 or soft < limit):
+            limit = soft
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
+    return limit
+
+
+cdef int require_memory(object nbytes, object count, str what) except -1:
+    """MemoryError, before anything is allocated, when a result of ``count``
+    elements needs at least ``nbytes`` bytes and that is more than the process
+    can ever hold (memory_limit): a broadcast view of 2**40 elements over one
+    byte would otherwise allocate and fill until memory runs out, where NumPy
+    fails at once.  Results that fit are left to the allocator."""
+    if nbytes < _CHECKED_BYTES:
+        return 0
+    limit = memory_limit()
+    if limit and nbytes > limit:
+        raise MemoryError(
+            f"{what} of {count} elements needs at least {nbytes} bytes, more than the "
+            f"{limit} bytes this process can hold (physical memory or RLIMIT_AS); a "
+            "broadcast array can be far larger than the memory it views")
+    return 0
 
 
 @cython.final
@@ -259,6 +303,8 @@ cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:
     # OverflowError for a broadcast view whose copy would exceed int64 bytes;
     # never a short allocation.
     cdef int64_t nbytes = view_nbytes(src[0])
+    if nbytes >= _CHECKED_BYTES:  # (no Python integers made for the common copy)
+        require_memory(nbytes, view_size(src[0]), "a copy")
     cdef HeapOwner owner = HeapOwner.__new__(HeapOwner)
     owner.ptr = aligned_allocate(nbytes)
     owner.nbytes = nbytes

@@ -53,10 +53,14 @@ def sizeof_array(x) -> int:
 def dask_serialize(x) -> tuple[dict, list]:
     """distributed's "dask" family: the span as one frame (no copy for host data).
     An array that is not ready is refused, as pickling it is."""
-    from dlpackarray._array import require_ready
+    from dlpackarray._array import DLPackArray, require_ready
     from dlpackarray._pickle import reduce_array
 
     require_ready(x)
+    if type(x) is not DLPackArray:
+        # distributed moves on to its pickle family, which keeps a subclass's
+        # type and instance state (docs/processes.md, "Subclasses").
+        raise NotImplementedError("DLPackArray subclasses travel by pickle")
     _rebuild, args = reduce_array(x, 5)
     version, payload, dtype, shape, strides, offset, readonly, device = args
     frame = payload.raw() if hasattr(payload, "raw") else memoryview(payload)

@@ -18,7 +18,7 @@ from dlpackarray._cuda cimport (
 # Argument parsing, heap copies and Python helpers shared by every protocol.
 from dlpackarray._common cimport (
     HeapOwner, _PyType_Lookup, copy_to_heap, device_tuple, dtype_object, parse_copy,
-    parse_device, parse_dtype, type_has,
+    parse_device, parse_dtype, require_memory, type_has,
 )
 # View arithmetic (index, reshape, permute, reinterpret).
 from dlpackarray._views cimport (
@@ -43,7 +43,9 @@ from dlpackarray._arrow cimport (
     arrow_methods, arrow_path_first, export_arrow, export_arrow_schema,
     raise_arrow_data_error, view_from_arrow,
 )
-from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
+from dlpackarray._scalars cimport (
+    contains_of, index_of, item_of, scalar_of, tolist_of, truth_of,
+)
 # The array type, for the C-level entry points (_capi, _fastcall, _pickle).
 from dlpackarray._array cimport (
     DLPackArray, check_ready, mark_ready, new_from_object, wrap_view,

@@ -3,11 +3,20 @@
 
 A pickled array is the contiguous span of bytes its elements cover (never its
 logical size: a broadcast array ships its few real bytes) plus the layout that
-places the elements in that span.  ``rebuild`` imports the span through the
+places the elements in that span -- unless the span holds more than twice the
+elements' own bytes (a strided view with wide gaps), which ships a C-contiguous
+copy of the elements instead.  ``rebuild`` imports the span through the
 validated ``from_buffer`` path, so a pickle that does not fit its bytes raises
 instead of producing an out-of-bounds view.
+
+Subclasses keep their type and their instance state (``__getstate__``, as
+pickle's default reduction would): the span and layout are rebuilt as a plain
+array and moved into an instance of the class made by ``DLPackArray.__new__``
+(its own ``__new__`` and ``__init__`` are not called, as pickle's default
+reduction does not call ``__init__``).
 """
 cimport cython
+from copy import deepcopy as _deepcopy
 from pickle import PickleBuffer as _PickleBuffer
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -17,7 +26,7 @@ from dlpackarray.abi cimport DLDeviceType, kDLCPU, kDLCUDA, kDLUInt
 from dlpackarray.core cimport (
     Extent, TensorView, byte_stride, device_is_host_accessible, device_text, validate,
 )
-from dlpackarray._internal cimport DLPackArray, wrap_view
+from dlpackarray._internal cimport DLPackArray, mark_ready, wrap_view
 from dlpackarray._internal cimport view_from_typed_buffer
 from dlpackarray._internal cimport BufferOwner
 from dlpackarray._internal cimport copy_to_heap
@@ -72,27 +81,38 @@ def reduce_array(DLPackArray a not None, int protocol):
     is read once it is ready.
     """
     cdef TensorView* v = &a._view
-    cdef TensorView span, host
+    cdef TensorView span, host, dense
     cdef Extent e = validate(v[0])
     cdef int i
     cdef Py_ssize_t n
     cdef _WritableBytes writable
+    cdef bint on_host = True  # whether v's bytes are host memory, ready to read
     device = _HOST
     span_owner = a.owner
     if is_cuda_device(v.device):
         device = (int(kDLCUDA), int(v.device.device_id))
+        on_host = False
     elif not device_is_host_accessible(v.device):
         raise BufferError(
             f"cannot pickle a DLPackArray on {device_text(v.device).decode()}: only host "
             "memory and CUDA device memory can leave the process")
     elif v.device.device_type != kDLCPU:
         synchronize_for_host_read(v)
+    if _ships_a_copy(&e):
+        # The gaps would outweigh the elements: ship the elements alone, C
+        # ordered (what NumPy ships for every non-contiguous array), copied to
+        # the host as CUDA data always is to travel.
+        span_owner = copy_to_heap(v, &dense)  # waits for a device copy
+        dense.readonly = v.readonly
+        v = &dense
+        e = validate(v[0])
+        on_host = True
     _span_of(v, &e, &span)
     if e.size == 0:
         # Nothing to ship; the span may have no address at all.
         payload = b"" if v.readonly else bytearray()
     else:
-        if device is not _HOST:
+        if not on_host:
             span_owner = copy_to_heap(&span, &host)  # waits for the device copy
             host.readonly = v.readonly
             span = host
@@ -110,8 +130,23 @@ def reduce_array(DLPackArray a not None, int protocol):
                 writable.data = payload
                 payload = writable
     strides = tuple([byte_stride(v[0], i) for i in range(v.ndim)])
-    return (rebuild, (FORMAT_VERSION, payload, a.dtype.name, a.shape, strides, -e.lo,
-                      bool(v.readonly), device))
+    args = (FORMAT_VERSION, payload, a.dtype.name, a.shape, strides, -e.lo, bool(v.readonly),
+            device)
+    if type(a) is DLPackArray:
+        return (rebuild, args)
+    return (rebuild_as, (type(a),) + args, _state_of(a))
+
+
+cdef bint _ships_a_copy(const Extent* e) noexcept:
+    """Whether a pickle carries a dense copy rather than the span: when the span
+    is more than twice the elements' bytes.  Up to that, the span goes as it is
+    (zero-copy out-of-band with protocol 5), so dense layouts in any axis order
+    and views with modest gaps (every other element) are never copied, and a
+    pickle is never more than twice its elements' bytes.  A broadcast view's
+    span is smaller than its elements' bytes (or their count overflows
+    int64, nbytes -1): it always ships the span.  (Both byte counts fit in
+    int64, so their difference does; twice nbytes might not.)"""
+    return e.size != 0 and e.nbytes >= 0 and (e.hi - e.lo) - e.nbytes > e.nbytes
 
 
 cdef int _check_int_tuple(object value, str what) except -1:
@@ -211,15 +246,26 @@ def rebuild(version, data, dtype, shape, strides, offset, readonly, device):
     return wrap_view(&v, on_device)
 
 
-def copy_array(DLPackArray a not None):
-    """``copy.copy(a)`` and ``copy.deepcopy(a)``: a writable C-contiguous copy in
-    memory of its own, on the same device for CUDA data (``ndarray.copy``)."""
+def copy_array(DLPackArray a not None, memo=None):
+    """``copy.copy(a)`` (``memo`` None) and ``copy.deepcopy(a, memo)``: a
+    writable C-contiguous copy in memory of its own, on the same device for
+    CUDA data (``ndarray.copy``).  A subclass's copy has its type and a copy of
+    its instance state: shallow for ``copy.copy``, deep (through ``memo``) for
+    ``copy.deepcopy``, as the copy module treats any other object."""
     cdef TensorView result
     if is_cuda_device(a._view.device):
         owner = copy_on_device_into(&a._view, &result, a)
     else:
         owner = copy_to_heap(&a._view, &result)
-    return wrap_view(&result, owner)
+    if type(a) is DLPackArray:
+        return wrap_view(&result, owner)
+    y = _instance_of(type(a), &result, owner)
+    state = _state_of(a)
+    if memo is not None:
+        memo[id(a)] = y  # before the state: it may refer back to ``a``
+        state = _deepcopy(state, memo)
+    _set_state(y, state)
+    return y
 
 
 def byte_extent(DLPackArray a not None):
@@ -227,3 +273,55 @@ def byte_extent(DLPackArray a not None):
     array counts its real bytes, not its logical size."""
     cdef Extent e = validate(a._view)
     return e.hi - e.lo
+
+
+# -- subclasses --------------------------------------------------------------------------
+cdef DLPackArray _instance_of(type cls, const TensorView* v, object owner):
+    """An instance of the DLPackArray subclass ``cls`` holding ``v``."""
+    cdef DLPackArray y = DLPackArray.__new__(cls)
+    y._view = v[0]
+    y.owner = owner
+    mark_ready(y)
+    return y
+
+
+cdef object _state_of(DLPackArray a):
+    """The instance state pickle and copy would save for any other object: the
+    class's ``__getstate__`` (object's gives the ``__dict__`` and slots, or
+    None when there are none; before Python 3.11 object has none: the
+    ``__dict__``)."""
+    getstate = getattr(a, "__getstate__", None)
+    if getstate is not None:
+        return getstate()
+    return getattr(a, "__dict__", None) or None
+
+
+cdef int _set_state(DLPackArray y, object state) except -1:
+    """Restores ``state`` as pickle's BUILD opcode does: ``__setstate__`` when
+    the class has one, else the ``__dict__`` and ``(dict, slots)`` updates."""
+    if state is None:
+        return 0
+    setstate = getattr(y, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+        return 0
+    slots = None
+    if type(state) is tuple and len(<tuple>state) == 2:
+        state, slots = state
+    if state:
+        (<object>y).__dict__.update(state)
+    if slots:
+        for name, value in slots.items():
+            setattr(y, name, value)
+    return 0
+
+
+def rebuild_as(cls, *args):
+    """Reconstruct a pickled instance of the DLPackArray subclass ``cls``
+    (what pickles of subclasses call; not API).  ``args`` are :func:`rebuild`'s;
+    pickle then restores the instance state."""
+    if not (isinstance(cls, type) and issubclass(cls, DLPackArray)):
+        raise TypeError(f"cannot unpickle a DLPackArray as {cls!r}: not a subclass of "
+                        "DLPackArray")
+    cdef DLPackArray base = rebuild(*args)
+    return _instance_of(cls, &base._view, base.owner)

@@ -30,6 +30,7 @@ cdef extern from "dlpackarray/scalar.hpp" namespace "dla" nogil:
 # straight from host memory; BufferError for device memory.
 cdef object item_of(const TensorView* v, tuple args)
 cdef object tolist_of(const TensorView* v)
+cdef bint contains_of(const TensorView* v, object value) except -1
 # The 0-d conversions, with NumPy 2's rules on which arrays may convert.
 cdef object scalar_of(const TensorView* v)
 cdef object index_of(const TensorView* v)

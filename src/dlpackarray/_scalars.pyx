@@ -7,11 +7,14 @@ third-party package is needed for any dtype, bfloat16 and float8 included.
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
 
-from dlpackarray.abi cimport kDLCPU, kDLInt, kDLUInt
+from dlpackarray.abi cimport kDLBool, kDLComplex, kDLCPU, kDLInt, kDLUInt
 from dlpackarray._internal cimport synchronize_for_host_read
 from dlpackarray.core cimport TensorView, device_is_host_accessible, dtype_itemsize, view_size
 from dlpackarray._internal cimport device_tuple
 from dlpackarray._internal cimport as_int64
+from dlpackarray._internal cimport require_memory
+
+import sys
 
 # Index arrays live on the stack; Cython needs a literal size, which must equal
 # kMaxNdim (64) from tensor_view.hpp.
@@ -21,6 +24,13 @@ cdef enum:
 # Every element and every nested list costs a list slot of one pointer, so a
 # result with more objects than this cannot be built at all.
 cdef Py_ssize_t _MAX_OBJECTS = (<Py_ssize_t>((<size_t>-1) >> 1)) // <Py_ssize_t>sizeof(PyObject*)
+
+# What tolist() needs at least besides the list slots: each list's own object,
+# and a new object per float or complex element (bools and small ints are
+# shared objects: a slot each, nothing more).
+cdef Py_ssize_t _LIST_BYTES = sys.getsizeof([])
+cdef Py_ssize_t _FLOAT_BYTES = sys.getsizeof(0.5)
+cdef Py_ssize_t _COMPLEX_BYTES = sys.getsizeof(0.5j)
 
 
 cdef object _python_value(const Scalar& s):
@@ -116,6 +126,15 @@ cdef object tolist_of(const TensorView* v):
         raise MemoryError(
             f"tolist() of an array of shape {tuple([v.shape[d] for d in range(v.ndim)])} "
             "needs more list entries than a Python list can hold")
+    # A broadcast view's elements need not exist in memory; their Python
+    # objects must, so a result larger than the process can hold is refused
+    # before the first element is built.
+    nested = objects - level  # lists inside the outermost one
+    per_element = (0 if v.dtype.code == kDLBool or v.dtype.code == kDLInt
+                   or v.dtype.code == kDLUInt
+                   else _COMPLEX_BYTES if v.dtype.code == kDLComplex else _FLOAT_BYTES)
+    require_memory(objects * sizeof(PyObject*) + (nested + 1) * _LIST_BYTES
+                   + level * per_element, level, "tolist()")
     return _nested(v, 0, <const char*>v.data + v.byte_offset, dtype_itemsize(v.dtype))
 
 
@@ -141,3 +160,30 @@ cdef bint truth_of(const TensorView* v) except -1:
         raise ValueError(
             "The truth value of an array with more than one element is ambiguous.")
     return bool(_first(v))
+
+
+cdef bint _contains(const TensorView* v, int d, const char* p, int64_t itemsize,
+                    object value) except -1:
+    cdef int64_t i
+    cdef int64_t stride = v.strides[d]
+    # A stride-0 dimension repeats one element: reading it once is enough.
+    cdef int64_t n = 1 if stride == 0 else v.shape[d]
+    for i in range(n):
+        if d == v.ndim - 1:
+            if _python_value(load_scalar(v.dtype, p + i * stride * itemsize)) == value:
+                return True
+        elif _contains(v, d + 1, p + i * stride * itemsize, itemsize, value):
+            return True
+    return False
+
+
+cdef bint contains_of(const TensorView* v, object value) except -1:
+    """``value in a``: whether some element equals ``value`` (NumPy's
+    ``(a == value).any()`` for a scalar).  Each distinct element is compared
+    once: a broadcast view of 2**40 copies of one byte reads one byte."""
+    _check_host(v)
+    if view_size(v[0]) == 0:
+        return False
+    if v.ndim == 0:
+        return bool(_first(v) == value)
+    return _contains(v, 0, <const char*>v.data + v.byte_offset, dtype_itemsize(v.dtype), value)

@@ -77,7 +77,9 @@ struct Extent {
 // C-contiguous stride of a valid shape fits too.  Throws dla::Error.
 Extent validate(const TensorView& v);
 
-// validate() plus: the bytes touched must lie inside [base, base + length).
+// validate() plus: the bytes touched must lie inside [base, base + length),
+// and the first element's address inside [base, base + length] even when the
+// view is empty.
 // Used when the source's length is known (buffer protocol, from_buffer).
 Extent validate_within(const TensorView& v, const void* base, int64_t length);
 
