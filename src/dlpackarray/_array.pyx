@@ -7,8 +7,6 @@ import mmap as _mmap_module
 
 from cpython.buffer cimport PyObject_CheckBuffer, Py_buffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
-from cpython.ref cimport Py_INCREF
-from cpython.dict cimport PyDict_Check
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
 from libc.stdint cimport int64_t, intptr_t, uint8_t, uintptr_t
@@ -49,15 +47,7 @@ from dlpackarray._internal cimport (
     view_from_cuda_array_interface,
 )
 from dlpackarray._type_cache cimport (
-    DLA_CACHE_TYPES, TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
-)
-from dlpackarray._type_slots cimport Vectorcall, VectorcallType
-from dlpackarray._recycler cimport (
-    Recycler, recycler_alloc, recycler_free, recycler_install,
-)
-from dlpackarray._instance_dict cimport (
-    DLA_ATTRS_GETATTR, DLA_ATTRS_NONE, dla_attr_storage, dla_dict_attr, dla_instance_dict,
-    dla_shared_key_count, dla_shared_keys_lack,
+    TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
 
 from dlpackarray._devices import DLDeviceType
@@ -98,8 +88,7 @@ cdef inline object _ndarray_type():
 
 # -- exact numpy.ndarray fast path ----------------------------------------------------------
 # NumPy has no C exchange table, so an ndarray's __dlpack__ (a Python call, a
-# capsule and a managed tensor) was ~1800 of the ~2540 instructions of
-# DLPackArray_FromObject on an ndarray (benchmark B10/from-object).
+# capsule and a managed tensor) is most of the work of importing one.
 # An *exact* ndarray is read in place instead, through the head of NumPy's
 # object and descriptor structs, whose fields up to ``flags`` / ``type_num``
 # are the same in NumPy 1.x and 2.x (numpy/ndarraytypes.h).  Only what
@@ -295,8 +284,7 @@ cdef void _reset_placeholder(DLPackArray self) noexcept:
 
 cdef inline int _initialise(DLPackArray self, object obj, object copy, object device,
                             object stream) except -1:
-    """The body of ``DLPackArray.__init__`` (and of the constructor's fast path;
-    inline into both)."""
+    """The body of ``DLPackArray.__init__``."""
     if self._state != kUninitialised:
         # Exports of a ready array point into its descriptor; a failed or
         # running initialisation is not restartable either (a source's
@@ -311,37 +299,33 @@ cdef inline int _initialise(DLPackArray self, object obj, object copy, object de
     return _fill(self, obj, copy, device, False, stream)
 
 
-ctypedef int (*_AdoptStream)(TensorView*, object, bint) noexcept
-
-
 cdef inline int _fill(DLPackArray self, object obj, object copy, object device,
                       bint dlpack_only, object stream) except -1:
     """Imports ``obj`` into ``self``, an array never initialised: it ends
-    ready, or failed for good (every constructor: __init__, its fast path,
+    ready, or failed for good (every constructor: __init__, its fast entry,
     from_dlpack, new_from_object)."""
     cdef int checked
+    cdef bint done = False
     # Every method refuses from here until kReady, so code of the source's
     # that runs during the import (properties, __index__, __array__,
     # __dlpack__, __del__) can neither read, export nor re-initialise the
     # half-written descriptor: the import may fill self directly.
     self._state = kInitialising
-    # No try/finally (Cython saves and clears the thread's exception state
-    # for one): _import_into and the stream hook, called through a noexcept
-    # type, return -1 with their error set, which this returns in turn.
-    checked = _import_into(self, obj, copy, device, dlpack_only, stream)
-    if checked != -1 and stream is not None:
-        checked = (<_AdoptStream><void*>adopt_consumer_stream)(
-            &self._view, stream, device is not None or checked)
-    if checked == -1:
-        return _fail_import(self)
+    try:  # finally, not except: no exception state saved on success
+        checked = _import_into(self, obj, copy, device, dlpack_only, stream)
+        if stream is not None:
+            adopt_consumer_stream(&self._view, stream, device is not None or checked)
+        done = True
+    finally:
+        if not done:
+            _fail_import(self)
     mark_ready(self)
     return 0
 
 
-cdef int _fail_import(DLPackArray self) noexcept:
-    """Returns -1 for _fill's failed import, its error still set, after
-    dropping the source's memory: the object never exposes a half-written
-    descriptor and stays unusable for good."""
+cdef void _fail_import(DLPackArray self) noexcept:
+    """Marks ``self`` failed for good after a failed import and drops the
+    source's memory: the object never exposes a half-written descriptor."""
     cdef PyObject* kind
     cdef PyObject* value
     cdef PyObject* tb
@@ -351,15 +335,13 @@ cdef int _fail_import(DLPackArray self) noexcept:
     PyErr_Fetch(&kind, &value, &tb)
     _reset_placeholder(self)
     PyErr_Restore(kind, value, tb)
-    return -1
 
 
 cdef inline bint _is_buffer_only_type(type t) noexcept:
     """Whether ``t`` is an exact type known to speak the buffer protocol and
     nothing richer (no __dlpack__, __array_struct__ or __array_interface__):
     those skip the attribute probes of the precedence chain without changing
-    its outcome.  Pointer comparisons (a frozenset lookup was 130 instructions
-    of every memoryview wrap)."""
+    its outcome."""
     return (t is memoryview or t is bytearray or t is bytes or t is _ARRAY_TYPE
             or t is _MMAP_TYPE)
 
@@ -386,78 +368,34 @@ cdef int _apply_capsule_requests(DLPackArray self, object capsule, object copy, 
     return done
 
 
-# The interface probes of _import_into.  getattr(obj, name, None) costs ~200
-# instructions even where the answer is None, and an Arrow-only object pays
-# it three times.  Where a type's attribute lookup is the generic one and its
-# MRO defines none of the three names, only the instance's own storage can
-# supply them: its dict is read directly, and no dict (or inline values whose
-# shared keys hold none of the names) means "none".
-#
-# Per type (_type_cache.pxd: a changed class or base gets a new version tag):
-# bits 0-1 the storage (dla_attr_storage; DLA_ATTRS_GETATTR unless the MRO
-# lacks all three names).  For inline values, which the type's version tag
-# does not follow, also bits 3 up: one plus the count of shared keys last
-# checked (they are only ever appended), and bit 2: they lacked the names.
-cdef TypeSlot _interface_sources[TYPE_CACHE_SIZE]
-cdef object _GETATTR = object()  # "no faster answer": the full getattr
+# The interface probes of _import_into look these names up on the instance,
+# as NumPy does (an exporter may set them per object).
 cdef str _CAI = "__cuda_array_interface__"
 cdef str _STRUCT = "__array_struct__"
 cdef str _IFACE = "__array_interface__"
 
+cdef extern from "Python.h":
+    ctypedef struct _GetattroType "PyTypeObject":
+        void* tp_getattro
+    PyObject* PyObject_GenericGetAttr(PyObject* o, PyObject* name)
 
-cdef object _interface_source(object obj, type t):
-    """Where ``obj``'s interface attributes can come from: None (nowhere),
-    its instance dict, or _GETATTR."""
+
+cdef bint _lacks_interfaces(type t) noexcept:
+    """Whether no instance of ``t`` can have an array interface attribute: the
+    type's lookup is the generic one, its MRO defines none of the names and
+    its instances have no ``__dict__`` (tp_dictoffset 0, no managed dict) to
+    hold one.  A function of the type's state, cached with its import route."""
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef TypeSlot* slot = type_slot(_interface_sources, tp)
-    cdef intptr_t value
-    cdef int storage, inline_values
-    cdef Py_ssize_t keys
-    cdef PyObject* d
-    if not DLA_CACHE_TYPES:
-        return _GETATTR
-    if type_slot_hit(slot, tp):
-        value = slot.value
-    else:
-        value = DLA_ATTRS_GETATTR
-        if not (type_has(t, _CAI) or type_has(t, _STRUCT) or type_has(t, _IFACE)):
-            value = dla_attr_storage(tp)
-        type_slot_store(slot, tp, value)
-    storage = value & 3
-    if storage == DLA_ATTRS_GETATTR:
-        return _GETATTR
-    if storage == DLA_ATTRS_NONE:
-        return None
-    d = dla_instance_dict(<PyObject*>obj, storage, &inline_values)
-    if not inline_values:
-        if d == NULL:
-            return None
-        return <object>d if PyDict_Check(<object>d) else _GETATTR
-    keys = dla_shared_key_count(tp)
-    if keys < 0:
-        return _GETATTR
-    if (value >> 3) != keys + 1:
-        value = ((keys + 1) << 3) | storage
-        if dla_shared_keys_lack(tp, <PyObject*>_CAI, <PyObject*>_STRUCT, <PyObject*>_IFACE):
-            value |= 4
-        type_slot_store(slot, tp, value)
-    return None if value & 4 else _GETATTR
-
-
-cdef inline object _interface_attr(object obj, object source, str name):
-    """``getattr(obj, name, None)``, read where ``source`` (_interface_source) says."""
-    if source is None:
-        return None
-    if source is _GETATTR:
-        return getattr(obj, name, None)
-    return dla_dict_attr(source, name)
+    return ((<_GetattroType*>tp).tp_getattro == <void*>PyObject_GenericGetAttr
+            and tp.tp_dictoffset == 0
+            and not (type_has(t, _CAI) or type_has(t, _STRUCT) or type_has(t, _IFACE)))
 
 
 cdef inline bint _may_subclass(type t) noexcept:
     """False only for types that cannot subclass DLPackArray: a subclass's
     instances extend DLPackArray's, so its basic size is at least ours.  Every
     foreign type of a DLPack import is smaller (pyarrow's arrays: 80 bytes of
-    our 384) and skips isinstance's walk of its MRO (~40 instructions)."""
+    our 384) and skips isinstance's walk of its MRO."""
     return (<PyTypeObject*>t).tp_basicsize >= (<PyTypeObject*>DLPackArray).tp_basicsize
 
 
@@ -579,106 +517,62 @@ cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
 # route follows from the type alone: no C exchange table, not an exact
 # ndarray, not able to be a DLPackArray (so none of the earliest branches
 # applies), and then one of
-#   _ROUTE_PLAIN_DLPACK: the plain __dlpack__ call (~130 instructions of every
-#     DLPackArray(pa_array) skipped);
+#   _ROUTE_PLAIN_DLPACK: the plain __dlpack__ call;
 #   _ROUTE_ARROW_FIRST: Arrow data read through its Arrow capsules although it
 #     has __dlpack__ (arrow_path_first: pyarrow's tensor and boolean arrays);
 #   _ROUTE_INSTANCE_PROBES: no __dlpack__ at all, so the instance probes for
-#     the array interfaces come next (an Arrow-only object: ~200 instructions);
-#     the probes and everything after them still run for every object.
+#     the array interfaces come next, skipped where _lacks_interfaces (bit
+#     _ROUTE_NO_INTERFACES); the probes and everything after them still run
+#     for every object.
 # The two Arrow routes' values hold the type's Arrow method mask too
-# (arrow_methods, above the route's _ROUTE_BITS), read with the route from the
-# same state of the type.
-# A hit skips the type checks in front of that route; each is a function of
-# the type's state, which the version tag follows (_type_cache.pxd).
+# (arrow_methods, above _ROUTE_BITS), read with the route from the same
+# state of the type.  A hit skips the type checks in front of that route;
+# each is a function of the type's state, which the version tag follows
+# (_type_cache.pxd).
 cdef enum:
     _ROUTE_PLAIN_DLPACK = 1
     _ROUTE_ARROW_FIRST = 2
     _ROUTE_INSTANCE_PROBES = 3
-    _ROUTE_BITS = 2
     _ROUTE_MASK = 3
+    _ROUTE_NO_INTERFACES = 4
+    _ROUTE_BITS = 3
 
 cdef TypeSlot _import_routes[TYPE_CACHE_SIZE]
 
-# _import_into hands every import on in tail position, through these
-# pointers: their noexcept types make Cython add no error check after the
-# call (the route's -1, its error set, is _import_into's own return value,
-# which its caller checks), being variables they keep the C compiler from
-# inlining the routes, and with at most six arguments each they pass none
-# on the stack, so _import_into needs no stack frame and jumps to the route
-# instead of calling it (issue 23: each line of code an import touches is a
-# line of the instruction cache).
-ctypedef int (*_PlainRoute)(DLPackArray, object, type) noexcept
-ctypedef int (*_Route)(DLPackArray, object, object, object, bint, object) noexcept
-ctypedef int (*_ArrowRoute)(DLPackArray, object, object, object, int) noexcept
-ctypedef int (*_ProbeRoute)(DLPackArray, object, object, object, object, int) noexcept
-cdef _PlainRoute _plain_route = <_PlainRoute><void*>_import_plain_dlpack
-cdef _Route _dlpack_route = <_Route><void*>_import_dlpack_route
-cdef _ArrowRoute _arrow_route = <_ArrowRoute><void*>_import_arrow_route
-cdef _ProbeRoute _probe_route = <_ProbeRoute><void*>_import_by_instance_probes
-cdef _Route _chain_route = <_Route><void*>_import_chain_route
-cdef _Route _copy_route = <_Route><void*>_import_checking_copy
-
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
-                      bint dlpack_only, object stream) noexcept:
+                      bint dlpack_only, object stream) except -1:
     """Fills ``self`` from ``obj`` following the documented protocol precedence.
 
-    Returns -1 with an error set when the import fails (noexcept: every path
-    is a route's return value, see above); 1 when ``stream`` was already
-    checked against the producer's own device and must not be checked
-    against the view's again (a pinned torch tensor: see
-    ready_after_request); else 0.
+    Returns 1 when ``stream`` was already checked against the producer's own
+    device and must not be checked against the view's again (a pinned torch
+    tensor: see ready_after_request); else 0.
     """
-    if copy is not None:  # (None, every plain import's, needs no call to be valid)
-        return _copy_route(self, obj, copy, device, dlpack_only, stream)
-    return _dispatch_import(self, obj, copy, device, dlpack_only, stream)
-
-
-cdef int _import_checking_copy(DLPackArray self, object obj, object copy, object device,
-                               bint dlpack_only, object stream) except -1:
-    """_import_into of a ``copy`` other than None: checked before anything."""
-    _check_copy_arg(copy)
-    return _dispatch_import(self, obj, copy, device, dlpack_only, stream)
-
-
-cdef inline int _dispatch_import(DLPackArray self, object obj, object copy, object device,
-                                 bint dlpack_only, object stream) noexcept:
-    """_import_into once ``copy`` is valid: the cached route of ``obj``'s type,
-    else the full chain (same return value; -1 with an error set)."""
     cdef PyTypeObject* tp = Py_TYPE(obj)
     cdef TypeSlot* slot = type_slot(_import_routes, tp)
     cdef intptr_t route
+    if copy is not None:  # (None, every plain import's, needs no call to be valid)
+        _check_copy_arg(copy)
     if type_slot_hit(slot, tp):
         route = slot.value & _ROUTE_MASK
         if route == _ROUTE_PLAIN_DLPACK:
             # Never numpy.ndarray (not cached): host_only is False.
             if copy is None and device is None and stream is None:
-                return _plain_route(self, obj, <type>tp)
-            return _dlpack_route(self, obj, copy, device, dlpack_only, stream)
+                return _import_plain_dlpack(self, obj, <type>tp)
+            return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only,
+                                          stream, False)
         if route == _ROUTE_ARROW_FIRST:
-            return _arrow_route(self, obj, copy, device, <int>(slot.value >> _ROUTE_BITS))
+            return _import_arrow_first(self, obj, copy, device,
+                                       <int>(slot.value >> _ROUTE_BITS))
         if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
-            return _probe_route(self, obj, copy, device, stream,
-                                <int>(slot.value >> _ROUTE_BITS))
-    return _chain_route(self, obj, copy, device, dlpack_only, stream)
+            return _import_by_instance_probes(self, obj, copy, device, stream,
+                                              <int>(slot.value >> _ROUTE_BITS),
+                                              (slot.value & _ROUTE_NO_INTERFACES) != 0)
+    return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
 
 
-cdef int _import_dlpack_route(DLPackArray self, object obj, object copy, object device,
-                              bint dlpack_only, object stream) except -1:
-    """The cached plain-``__dlpack__`` route with something requested."""
-    return _import_by_dlpack_call(self, obj, type(obj), copy, device, dlpack_only, stream,
-                                  False)
-
-
-cdef int _import_chain_route(DLPackArray self, object obj, object copy, object device,
-                             bint dlpack_only, object stream) except -1:
-    """A type with no cached route: the full chain."""
-    return _import_by_precedence(self, obj, type(obj), copy, device, dlpack_only, stream)
-
-
-cdef inline int _import_arrow_first(DLPackArray self, object obj, object copy,
-                                    object device, int methods) except -1:
+cdef int _import_arrow_first(DLPackArray self, object obj, object copy,
+                             object device, int methods) except -1:
     """Reads ``obj`` through its Arrow PyCapsule interface (``methods``:
     arrow_methods of its type): Arrow data that also has __dlpack__ (read as
     Arrow defines it, not as its __dlpack__ does), or an object with nothing
@@ -688,19 +582,13 @@ cdef inline int _import_arrow_first(DLPackArray self, object obj, object copy,
     return _finish_import(self, copy, device, copied)
 
 
-cdef int _import_arrow_route(DLPackArray self, object obj, object copy, object device,
-                             int methods) except -1:
-    """_import_arrow_first out of line: _import_into's cached Arrow route."""
-    return _import_arrow_first(self, obj, copy, device, methods)
-
-
 cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy, object device,
                                bint dlpack_only, object stream) except -1:
     """_import_into's protocol chain, from the top (same return value)."""
     cdef const DLPackExchangeAPI* api
     cdef bint copied = False
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef bint host_only, cacheable
+    cdef bint host_only, cacheable, no_interfaces
     cdef int methods
     if t is DLPackArray or (_may_subclass(t) and isinstance(obj, DLPackArray)):
         return _import_copy_of(self, <DLPackArray>obj, copy, device)
@@ -747,55 +635,43 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     # (Exact ndarray, capsule, buffer-only and DLPackArray types returned
     # above; a type that may subclass DLPackArray could be one.)
     methods = arrow_methods(t)
+    no_interfaces = _lacks_interfaces(t)
     if api == NULL and not _may_subclass(t):
         type_slot_store(type_slot(_import_routes, tp), tp,
-                        _ROUTE_INSTANCE_PROBES | (<intptr_t>methods << _ROUTE_BITS))
-    return _import_by_instance_probes(self, obj, copy, device, stream, methods)
+                        _ROUTE_INSTANCE_PROBES | (<intptr_t>methods << _ROUTE_BITS)
+                        | (_ROUTE_NO_INTERFACES if no_interfaces else 0))
+    return _import_by_instance_probes(self, obj, copy, device, stream, methods, no_interfaces)
 
 
 cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, object device,
-                                    object stream, int methods) except -1:
+                                    object stream, int methods,
+                                    bint no_interfaces) except -1:
     """The rest of _import_by_precedence once the type-level checks found no
     DLPackArray, capsule, buffer-only type, exchange table or ``__dlpack__``
-    (same return value); ``methods`` is arrow_methods(type(obj))."""
+    (same return value); ``methods`` is arrow_methods(type(obj)),
+    ``no_interfaces`` _lacks_interfaces(type(obj))."""
     cdef type t = <type>Py_TYPE(obj)
-    # Instance lookups, as NumPy does: exporters may set these per object.
-    source = _interface_source(obj, t)
-    # Where neither the object nor its type can hold an array interface,
-    # every probe below answers None and the Arrow protocol comes next: an
-    # Arrow-only producer goes there without the probes' locals (~30
-    # instructions of references taken and dropped).
-    if source is None and methods:
-        return _import_arrow_first(self, obj, copy, device, methods)
-    return _import_by_interfaces(self, obj, t, source, copy, device, stream)
-
-
-cdef int _import_by_interfaces(DLPackArray self, object obj, type t, object source,
-                               object copy, object device, object stream) except -1:
-    """_import_by_instance_probes's chain, from the array interfaces that
-    ``source`` (_interface_source) may hold (same return value)."""
-    cdef bint copied = False
-    # CUDA array interface: after __dlpack__ (which carries the device and
-    # stream protocol of its own), before the host-only interfaces.
-    cai = _interface_attr(obj, source, _CAI)
-    if cai is not None:
-        self.owner = view_from_cuda_array_interface(obj, cai, &self._view)
-        return _finish_import(self, copy, device, False)
-    struct = _interface_attr(obj, source, _STRUCT)
-    if struct is not None:
-        self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
-        return _finish_import(self, copy, device, False)
-    iface = _interface_attr(obj, source, _IFACE)
-    if iface is not None:
-        self.owner = view_from_array_interface(obj, iface, &self._view)
-        return _finish_import(self, copy, device, False)
+    if not no_interfaces:
+        # Instance lookups, as NumPy does: exporters may set these per object.
+        # CUDA array interface: after __dlpack__ (which carries the device
+        # and stream protocol of its own), before the host-only interfaces.
+        cai = getattr(obj, _CAI, None)
+        if cai is not None:
+            self.owner = view_from_cuda_array_interface(obj, cai, &self._view)
+            return _finish_import(self, copy, device, False)
+        struct = getattr(obj, _STRUCT, None)
+        if struct is not None:
+            self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
+            return _finish_import(self, copy, device, False)
+        iface = getattr(obj, _IFACE, None)
+        if iface is not None:
+            self.owner = view_from_array_interface(obj, iface, &self._view)
+            return _finish_import(self, copy, device, False)
     # Arrow PyCapsule interface: after the array interfaces, which describe
     # the N-D object itself (Arrow sees a column of rows), and before the
     # buffer protocol, whose bytes lose Arrow's type, offset and shape.
-    cdef int methods = arrow_methods(t)
     if methods:
-        self.owner = view_from_arrow(obj, methods, &self._view, &copied, copy)
-        return _finish_import(self, copy, device, copied)
+        return _import_arrow_first(self, obj, copy, device, methods)
     if PyObject_CheckBuffer(obj):
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
@@ -898,8 +774,10 @@ cdef bint _has_direct_protocol(object obj) except -1:
             or getattr(obj, "__array_interface__", None) is not None)
 
 
-# Instances are recycled by the allocator at the end of this module (not
-# Cython's freelist, which zeroes all 384 bytes of every reused instance).
+# DLPackArray(x) with one positional argument enters through the type's
+# vectorcall slot, patched in _fast_entries.pyx (_construct).  Exchanges make
+# and drop one array per call: Cython's freelist keeps dead instances.
+@cython.freelist(16)
 cdef class DLPackArray:
     # The first line is the signature inspect.signature() reads (Cython embeds
     # none in clinic format for classes, and misplaces "/" in the others).
@@ -956,10 +834,13 @@ cdef class DLPackArray:
     # failed initialisation resets to the placeholder, to drop the source's
     # memory at once (_initialise).
 
+    # DLPackArray(x) skips this method: fast entry _fast_entries.pyx (_construct).
     def __init__(self, obj, /, *, copy=None, device=None, stream=None):
         _initialise(self, obj, copy, device, stream)
 
     # -- DLPack ---------------------------------------------------------------
+    # Fast entry: _fast_entries.pyx (_dlpack_entry), installed over this method
+    # with its docstring; this body is what runs where it cannot be installed.
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export as a DLPack capsule (see the DLPack Python specification).
 
@@ -1047,6 +928,7 @@ cdef class DLPackArray:
         check_ready(self)
         return export_arrow(&self._view, self.owner, requested_schema, copy, False, True, None)
 
+    # Fast entry: _fast_entries.pyx (_device_array_entry).
     def __arrow_c_device_array__(self, requested_schema=None, *, copy=None, **kwargs):
         """Export as ``("arrow_schema", "arrow_device_array")`` capsules.
 
@@ -1060,6 +942,7 @@ cdef class DLPackArray:
         check_ready(self)
         return export_arrow(&self._view, self.owner, requested_schema, copy, True, False, kwargs)
 
+    # Fast entry: _fast_entries.pyx (_device_stream_entry).
     def __arrow_c_device_stream__(self, requested_schema=None, *, copy=None, **kwargs):
         """Export as an ``"arrow_device_array_stream"`` capsule holding one chunk.
 
@@ -1523,68 +1406,3 @@ cdef DLPackArray new_from_object(object obj, object copy, object device):
     cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
     _fill(a, obj, copy, device, False, None)
     return a
-
-
-# -- The constructor's fast path ----------------------------------------------
-# DLPackArray(x) with one positional argument is the commonest call there is.
-# Cython's generated vectorcall constructor runs the generic keyword parser of
-# __init__ (a name table, a new reference per default, a cleanup loop: ~70
-# instructions); this one goes straight to _initialise.  Everything else
-# (keywords, other argument counts, subclasses, which get type.__call__
-# anyway) takes the generated one, with its errors.
-cdef extern from "Python.h":
-    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
-    void PyType_Modified(PyTypeObject* t)
-
-
-cdef Vectorcall _generated_constructor = (<VectorcallType*>DLPackArray).tp_vectorcall
-
-
-cdef PyObject* _construct(PyObject* t, PyObject* const* args, size_t nargsf,
-                          PyObject* kwnames) except NULL:
-    if kwnames != NULL or PyVectorcall_NARGS(nargsf) != 1 or t != <PyObject*>DLPackArray:
-        return _generated_constructor(t, args, nargsf, kwnames)
-    return _construct_from(<object>args[0])
-
-
-cdef PyObject* _construct_from(object obj) except NULL:
-    cdef DLPackArray a = DLPackArray.__new__(DLPackArray)
-    # Never initialised (just made): _initialise's check has nothing to refuse.
-    _fill(a, obj, None, None, False, None)
-    Py_INCREF(a)
-    return <PyObject*>a
-
-
-if _generated_constructor != NULL:
-    # (Through void*: the slot's type cannot say "NULL means an exception".)
-    (<VectorcallType*>DLPackArray).tp_vectorcall = <Vectorcall><void*>_construct
-    PyType_Modified(<PyTypeObject*>DLPackArray)
-
-
-# -- Allocation ---------------------------------------------------------------
-# Exchanges create and drop one DLPackArray per call, so instances are
-# recycled (_recycler.pxd) instead of going back to the allocator.  Nearly
-# all of a reused instance is written again by tp_new: the TensorView, the
-# stride vector and the buffer layout are constructed (the layout's
-# value-initialisation zeroes it), the object fields set to None, and the
-# inline shape/stride arrays are never read before they are written.  Only
-# the fields a fresh allocation leaves zero and nothing writes again are
-# cleared: the weak-reference list (by the recycler) and the state (here).
-cdef Recycler _recycled
-
-
-cdef PyObject* _allocate(PyTypeObject* t, Py_ssize_t n) noexcept:
-    cdef PyObject* o = recycler_alloc(&_recycled, t, n)
-    if o != NULL:
-        # A kept instance still holds its last state; a fresh one is zeroed
-        # (kUninitialised) already.
-        (<DLPackArray>o)._state = kUninitialised
-    return o
-
-
-cdef void _release(void* o) noexcept:
-    # Called by tp_dealloc, the instance already untracked and cleared.
-    recycler_free(&_recycled, <PyObject*>o)
-
-
-recycler_install(&_recycled, <PyTypeObject*>DLPackArray, _allocate, _release)

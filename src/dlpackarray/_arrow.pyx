@@ -6,6 +6,7 @@ device variants) inside the spec's PyCapsules; import reads any producer of
 those capsules into a view.  The C++ core (arrow_bridge.hpp) does the layout
 work; this module handles capsules, ownership and the Python-level rules.
 """
+cimport cython
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
 )
@@ -18,9 +19,6 @@ from libcpp.vector cimport vector
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._internal cimport HeapOwner, device_tuple, takes_max_version, type_has
-from dlpackarray._recycler cimport (
-    Recycler, recycler_alloc, recycler_free, recycler_install,
-)
 from dlpackarray._type_cache cimport (
     TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
@@ -158,7 +156,8 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
 
 # -- import ------------------------------------------------------------------------
 
-# One owner per import, recycled (_recycler.pxd) at the end of this module.
+# One owner per import: kept on Cython's freelist between imports.
+@cython.freelist(16)
 cdef class ArrowArrayOwner:
     """Owns one imported Arrow array (moved out of its capsule or stream);
     releases it when the last view of its memory is gone."""
@@ -234,7 +233,7 @@ cdef inline int _arrow_methods(type t) noexcept:
 cdef int _arrow_methods_uncached(type t, TypeSlot* slot) noexcept:
     # Apart from _arrow_methods, which is inlined into every Arrow import:
     # this loop's object local would give each of them a reference to
-    # initialise and release (~25 instructions) on the cached path too.
+    # initialise and release on the cached path too.
     cdef int mask = 0, bit = 1
     for name in _ARROW_METHODS:
         if type_has(t, name):
@@ -616,22 +615,3 @@ cdef object view_from_arrow(object obj, int methods, TensorView* out, bint* copi
         if result is not None:
             return _from_array_pair(result, False, out, copied, copy)
     return _from_stream(obj, has_device_stream, out, copied, copy)
-
-
-# -- Owner allocation ------------------------------------------------------------
-# Every Arrow import makes and drops one ArrowArrayOwner: instances are
-# recycled (_recycler.pxd).  They hold no Python reference (no GC state to
-# reset), and tp_new constructs their one field, the held array, anew.
-cdef Recycler _owners
-
-
-cdef PyObject* _allocate_owner(PyTypeObject* t, Py_ssize_t n) noexcept:
-    return recycler_alloc(&_owners, t, n)
-
-
-cdef void _release_owner(void* o) noexcept:
-    # Called by tp_dealloc once the held array is released.
-    recycler_free(&_owners, <PyObject*>o)
-
-
-recycler_install(&_owners, <PyTypeObject*>ArrowArrayOwner, _allocate_owner, _release_owner)
