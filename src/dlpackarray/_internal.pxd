@@ -43,7 +43,9 @@ from dlpackarray._arrow cimport (
     raise_arrow_data_error, view_from_arrow,
 )
 from dlpackarray._scalars cimport index_of, item_of, scalar_of, tolist_of, truth_of
+# The import precedence, the one entry of every constructor.
+from dlpackarray._import cimport fill
 # The array type, for the C-level entry points (_capi, _fast_entries, _pickle).
 from dlpackarray._array cimport (
-    DLPackArray, check_ready, mark_ready, new_from_object, wrap_view,
+    DLPackArray, check_ready, kFailed, kInitialising, mark_ready, new_from_object, wrap_view,
 )
