@@ -20,7 +20,7 @@ from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
-from libc.stdint cimport intptr_t, uint8_t
+from libc.stdint cimport uint8_t, uintptr_t
 
 from dlpackarray.abi cimport (
     DLDataType, DLDevice, DLPackExchangeAPI, kDLBool, kDLComplex, kDLCPU, kDLFloat, kDLInt,
@@ -50,9 +50,6 @@ from dlpackarray._internal cimport exchange_api_of, view_from_exchange
 from dlpackarray._internal cimport (
     adopt_consumer_stream, producer_stream_argument, ready_after_bare_capsule,
     ready_after_request, synchronize_for_host_read, view_from_cuda_array_interface,
-)
-from dlpackarray._type_cache cimport (
-    TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
 )
 from dlpackarray._internal cimport kFailed, kInitialising
 
@@ -465,31 +462,93 @@ cdef int _import_copy_of(DLPackArray self, DLPackArray other, object copy,
     return _finish_import(self, copy, device, False)
 
 
-# The route each type's objects last took through _import_into, where that
-# route follows from the type alone: no C exchange table, not an exact
-# ndarray, not able to be a DLPackArray (so none of the earliest branches
-# applies), and then one of
+# -- The per-type cache -------------------------------------------------------------
+# Everything the import decides from an object's type alone, for one state of
+# the type: CPython gives a type a new version tag (or 0, "not cacheable")
+# whenever it or one of its bases is modified, so (type, tag) names one state
+# and an entry is valid exactly while both match.  Direct-mapped, negative
+# answers included; a collision only costs the lookups again.  Without a GIL
+# nothing orders an entry's writes and reads: such a build decides afresh on
+# every import.
+cdef extern from *:
+    """
+    static inline unsigned int dla_type_version(PyTypeObject* t) { return t->tp_version_tag; }
+    #ifdef Py_GIL_DISABLED
+    #define DLA_CACHE_TYPES 0
+    #else
+    #define DLA_CACHE_TYPES 1
+    #endif
+    """
+    const bint DLA_CACHE_TYPES
+    unsigned int dla_type_version(PyTypeObject* t)
+
+# The route a type's objects take through _import_into, where it follows from
+# the type alone: no C exchange table, not an exact ndarray, not able to be a
+# DLPackArray (so none of the earliest branches applies), and then one of
 #   _ROUTE_PLAIN_DLPACK: the plain __dlpack__ call;
 #   _ROUTE_ARROW_FIRST: Arrow data read through its Arrow capsules although it
 #     has __dlpack__ (arrow_path_first: pyarrow's tensor and boolean arrays);
 #   _ROUTE_INSTANCE_PROBES: no __dlpack__ at all, so the instance probes for
-#     the array interfaces come next, skipped where _lacks_interfaces (bit
-#     _ROUTE_NO_INTERFACES); the probes and everything after them still run
-#     for every object.
-# The two Arrow routes' values hold the type's Arrow method mask too
-# (arrow_methods, above _ROUTE_BITS), read with the route from the same
-# state of the type.  A hit skips the type checks in front of that route;
-# each is a function of the type's state, which the version tag follows
-# (_type_cache.pxd).
+#     the array interfaces come next (skipped where no_interfaces); the probes
+#     and everything after them still run for every object.
+# _ROUTE_CHAIN: none of these (yet): the chain from the top.
 cdef enum:
+    _ROUTE_CHAIN = 0
     _ROUTE_PLAIN_DLPACK = 1
     _ROUTE_ARROW_FIRST = 2
     _ROUTE_INSTANCE_PROBES = 3
-    _ROUTE_MASK = 3
-    _ROUTE_NO_INTERFACES = 4
-    _ROUTE_BITS = 3
+    _CACHE_SIZE = 64
 
-cdef TypeSlot _import_routes[TYPE_CACHE_SIZE]
+cdef struct _TypeFacts:
+    PyTypeObject* type
+    unsigned int version
+    const DLPackExchangeAPI* api  # exchange_api_of
+    int methods                   # arrow_methods
+    int route                     # a _ROUTE_*
+    bint no_interfaces            # _lacks_interfaces
+
+cdef _TypeFacts _facts[_CACHE_SIZE]
+
+
+cdef inline _TypeFacts* _cached(PyTypeObject* tp) noexcept:
+    """``tp``'s entry if it holds ``tp``'s current state, else NULL."""
+    cdef _TypeFacts* e = &_facts[(<uintptr_t>tp >> 4) % _CACHE_SIZE]
+    cdef unsigned int version = dla_type_version(tp)
+    if DLA_CACHE_TYPES and version != 0 and e.type == tp and e.version == version:
+        return e
+    return NULL
+
+
+cdef _TypeFacts* _facts_of(type t, _TypeFacts* scratch) except NULL:
+    """``t``'s entry, made on a miss (into ``scratch`` where ``t`` cannot be
+    cached); its route starts as _ROUTE_CHAIN, for _import_by_precedence to set."""
+    cdef PyTypeObject* tp = <PyTypeObject*>t
+    cdef _TypeFacts* e = _cached(tp)
+    if e != NULL:
+        return e
+    scratch.api = exchange_api_of(t)
+    scratch.methods = arrow_methods(t)
+    scratch.no_interfaces = _lacks_interfaces(t)
+    scratch.route = _ROUTE_CHAIN
+    # Read after the lookups, which may give the type its tag.
+    cdef unsigned int version = dla_type_version(tp)
+    if not DLA_CACHE_TYPES or version == 0:
+        scratch.type = NULL
+        return scratch
+    e = &_facts[(<uintptr_t>tp >> 4) % _CACHE_SIZE]
+    e[0] = scratch[0]
+    e.type = tp
+    e.version = version
+    return e
+
+
+cdef inline void _set_route(PyTypeObject* tp, int route) noexcept:
+    """Records ``route`` for ``tp``'s current state.  Looked up again, not
+    kept from before: code the source ran since (a property, an import of
+    another object) may have changed the type or reused its entry."""
+    cdef _TypeFacts* e = _cached(tp)
+    if e != NULL:
+        e.route = route
 
 
 cdef int _import_into(DLPackArray self, object obj, object copy, object device,
@@ -501,25 +560,22 @@ cdef int _import_into(DLPackArray self, object obj, object copy, object device,
     tensor: see ready_after_request); else 0.
     """
     cdef PyTypeObject* tp = Py_TYPE(obj)
-    cdef TypeSlot* slot = type_slot(_import_routes, tp)
-    cdef intptr_t route
+    cdef _TypeFacts* f = _cached(tp)
     if copy is not None:  # (None, every plain import's, needs no call to be valid)
         _check_copy_arg(copy)
-    if type_slot_hit(slot, tp):
-        route = slot.value & _ROUTE_MASK
-        if route == _ROUTE_PLAIN_DLPACK:
+    if f != NULL:
+        if f.route == _ROUTE_PLAIN_DLPACK:
             # Never numpy.ndarray (not cached): host_only is False.
             if copy is None and device is None and stream is None:
                 return _import_plain_dlpack(self, obj, <type>tp)
             return _import_by_dlpack_call(self, obj, <type>tp, copy, device, dlpack_only,
                                           stream, False)
-        if route == _ROUTE_ARROW_FIRST:
-            return _import_arrow_first(self, obj, copy, device,
-                                       <int>(slot.value >> _ROUTE_BITS))
-        if not dlpack_only:  # _ROUTE_INSTANCE_PROBES (from_dlpack refuses those types)
-            return _import_by_instance_probes(self, obj, copy, device, stream,
-                                              <int>(slot.value >> _ROUTE_BITS),
-                                              (slot.value & _ROUTE_NO_INTERFACES) != 0)
+        if f.route == _ROUTE_ARROW_FIRST:
+            return _import_arrow_first(self, obj, copy, device, f.methods)
+        if f.route == _ROUTE_INSTANCE_PROBES and not dlpack_only:
+            # (from_dlpack refuses those types: the chain says so.)
+            return _import_by_instance_probes(self, obj, copy, device, stream, f.methods,
+                                              f.no_interfaces)
     return _import_by_precedence(self, obj, <type>tp, copy, device, dlpack_only, stream)
 
 
@@ -540,8 +596,11 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     cdef const DLPackExchangeAPI* api
     cdef bint copied = False
     cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef bint host_only, cacheable, no_interfaces
+    cdef bint host_only, cacheable
+    cdef _TypeFacts scratch
+    cdef _TypeFacts* f
     cdef int methods
+    cdef bint no_interfaces
     if t is DLPackArray or (_may_subclass(t) and isinstance(obj, DLPackArray)):
         return _import_copy_of(self, <DLPackArray>obj, copy, device)
     if PyCapsule_CheckExact(obj):
@@ -558,7 +617,11 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     # table exports without a Python-level __dlpack__ call.  It takes no
     # copy/device arguments, so the consumer-side rules apply afterwards;
     # None means "use __dlpack__" (device data, producer refusal).
-    api = exchange_api_of(t)
+    # Read at once: code the source runs below may reuse the entry.
+    f = _facts_of(t, &scratch)
+    api = f.api
+    methods = f.methods
+    no_interfaces = f.no_interfaces
     if api != NULL:
         owner = view_from_exchange(api, obj, &self._view, &copied)
         if owner is not None:
@@ -568,13 +631,11 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
         host_only = <object>t is _ndarray_type()
         cacheable = api == NULL and not _may_subclass(t) and not host_only
         if arrow_path_first(t):
-            methods = arrow_methods(t)
             if cacheable:
-                type_slot_store(type_slot(_import_routes, tp), tp,
-                                _ROUTE_ARROW_FIRST | (<intptr_t>methods << _ROUTE_BITS))
+                _set_route(tp, _ROUTE_ARROW_FIRST)
             return _import_arrow_first(self, obj, copy, device, methods)
         if cacheable:
-            type_slot_store(type_slot(_import_routes, tp), tp, _ROUTE_PLAIN_DLPACK)
+            _set_route(tp, _ROUTE_PLAIN_DLPACK)
         return _import_by_dlpack_call(self, obj, t, copy, device, dlpack_only, stream,
                                       host_only)
     if dlpack_only:
@@ -586,12 +647,8 @@ cdef int _import_by_precedence(DLPackArray self, object obj, type t, object copy
     # version tag follows): the type's next object may start from here.
     # (Exact ndarray, capsule, buffer-only and DLPackArray types returned
     # above; a type that may subclass DLPackArray could be one.)
-    methods = arrow_methods(t)
-    no_interfaces = _lacks_interfaces(t)
     if api == NULL and not _may_subclass(t):
-        type_slot_store(type_slot(_import_routes, tp), tp,
-                        _ROUTE_INSTANCE_PROBES | (<intptr_t>methods << _ROUTE_BITS)
-                        | (_ROUTE_NO_INTERFACES if no_interfaces else 0))
+        _set_route(tp, _ROUTE_INSTANCE_PROBES)
     return _import_by_instance_probes(self, obj, copy, device, stream, methods, no_interfaces)
 
 
