@@ -261,7 +261,14 @@ cdef int fill(object array, object obj, object copy, object device, bint dlpack_
     # half-written descriptor: the import may fill self directly.
     self._state = kInitialising
     try:  # finally, not except: no exception state saved on success
-        checked = _import_into(self, obj, copy, device, dlpack_only, stream)
+        # An exact ndarray with nothing requested is none of the types the
+        # precedence reads before it (DLPackArray, capsule, buffer-only): it
+        # is read in place first, without the route lookup.
+        if (copy is None and device is None and stream is None
+                and <object>Py_TYPE(obj) is _NDARRAY_TYPE and _import_exact_ndarray(self, obj)):
+            checked = 0
+        else:
+            checked = _import_into(self, obj, copy, device, dlpack_only, stream)
         if stream is not None:
             adopt_consumer_stream(&self._view, stream, device is not None or checked)
         done = True
