@@ -107,6 +107,27 @@ def test_every_keyword_order_and_value_at_a_call_site_reached_twice():
     assert checked > 1000
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.tuples(st.integers(-3, 2**70), st.integers(-3, 2**70)),
+        st.tuples(st.booleans(), st.booleans()),
+        st.tuples(st.integers(0, 3), st.one_of(st.floats(), st.text(max_size=2))),
+        st.lists(st.integers(0, 3), max_size=3),
+        st.tuples(st.integers(0, 3)),
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
+    )
+)
+def test_any_max_version_gets_the_spec_rules_answer(max_version):
+    """The entry's shortcut for the commonest request agrees with the full
+    check for every max_version value: a (major, minor) tuple of ints, major
+    >= 1 versioned, anything else TypeError."""
+    x = DLPackArray(np.arange(3.0))
+    assert answer(lambda a: a.__dlpack__(max_version=max_version), x) == expected(
+        False, {"max_version": max_version}
+    )
+
+
 def test_each_max_version_tuple_is_judged_on_its_own():
     """A tuple seen before never decides the answer for another one."""
     x = DLPackArray(np.arange(3.0))

@@ -25,7 +25,7 @@ import sys
 from cpython.object cimport PyObject, PyTypeObject, newfunc
 from cpython.ref cimport Py_INCREF
 
-from dlpackarray.core cimport kFlagReadOnly, new_versioned_capsule
+from dlpackarray.core cimport kDLPackMajorVersion, kFlagReadOnly, new_versioned_capsule
 from dlpackarray._internal cimport DLPackArray, check_ready, new_from_object
 from dlpackarray._internal cimport export_arrow, export_capsule, is_versioned_request
 from dlpackarray._internal cimport DType, dtype_object, parse_dtype
@@ -105,6 +105,21 @@ cdef inline int _read_keywords(PyObject** args, PyObject* kwnames,
     return 0
 
 
+cdef object _ONE = int(kDLPackMajorVersion)  # CPython keeps one object per small int
+
+
+cdef inline bint _asks_current_major(PyObject* max_version) except -1:
+    """Whether ``max_version`` asks for the versioned struct, as
+    is_versioned_request answers.  The commonest request, ``(1, minor)`` with
+    int items, is decided here by the major's identity (every small int 1 is
+    one object); anything else gets the full check."""
+    if (type(<object>max_version) is tuple and len(<tuple>max_version) == 2
+            and (<tuple>max_version)[0] is _ONE
+            and type((<tuple>max_version)[1]) is int):
+        return True
+    return is_versioned_request(<object>max_version)
+
+
 cdef object _dlpack_entry(object self, PyObject** args, Py_ssize_t nargs,
                           PyObject* kwnames):
     """``DLPackArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)``.
@@ -125,7 +140,7 @@ cdef object _dlpack_entry(object self, PyObject** args, Py_ssize_t nargs,
     # raises the same error for a malformed one.
     if (values[0] == none and values[2] == none and values[3] == none
             and values[1] != none and (<DLPackArray>self)._view.ready_stream == NULL
-            and is_versioned_request(<object>values[1])):
+            and _asks_current_major(values[1])):
         # export_capsule's plain request: no stream to order, no device or
         # copy to apply, so the versioned capsule (READ_ONLY flag as the view).
         return new_versioned_capsule(
