@@ -1,9 +1,10 @@
-"""DLPackArray(x)'s fast constructor, its recycled instances and the cached
-plain-__dlpack__ import (issue 23, round 3 of the import's instruction count).
+"""DLPackArray(x)'s fast constructor, its reused instances and the cached
+plain-__dlpack__ import.
 
 The fast path must be indistinguishable from ``__new__`` + ``__init__``: the
 same view or the same error, the producer asked the same questions exactly
-once, and a recycled instance starting as clean as a fresh allocation.
+once, and an instance reused from the type's freelist starting as clean as a
+fresh allocation.
 """
 
 import gc
@@ -119,13 +120,15 @@ def test_cached_plain_dlpack_route_refusal_is_the_producers():
     assert (p.device_calls, p.dlpack_calls) == (1, 1)
 
 
-def test_recycled_instances_start_uninitialised_and_unreferenced():
+def test_reused_instances_start_uninitialised_and_unreferenced():
+    """A new instance, whatever memory it reuses, is uninitialised and has no
+    weak references."""
     for _ in range(40):
         a = DLPackArray(np.arange(4))
         r = weakref.ref(a)
         del a
         assert r() is None
-        b = DLPackArray.__new__(DLPackArray)  # often a recycled ready instance
+        b = DLPackArray.__new__(DLPackArray)  # often the memory of a ready one
         assert "uninitialised" in repr(b) or "not initialised" in repr(b)
         with pytest.raises((TypeError, ValueError)):
             _ = b.shape
@@ -133,9 +136,9 @@ def test_recycled_instances_start_uninitialised_and_unreferenced():
         del b
 
 
-def test_recycled_instances_measure_their_own_buffer_layout():
-    # A recycled instance must not inherit the buffer layout (or the byte
-    # strides) measured for the array that used its memory before.
+def test_reused_instances_measure_their_own_buffer_layout():
+    """A new instance never inherits the buffer layout (or the byte strides)
+    measured for the array that used its memory before."""
     shapes = [(2, 3), (7,), (1, 1, 1, 1, 1, 1, 1, 1, 1, 2), (5, 1), ()]
     for _ in range(3):
         for shape in shapes:

@@ -1,13 +1,13 @@
-"""Which DLPackArrays the garbage collector tracks (issue 23, round 6).
+"""The garbage collector sees every DLPackArray that can be part of a cycle.
 
-Recycled instances come back untracked (src/dlpackarray/_recycler.pxd) and
-mark_ready (_array.pxd) tracks an array exactly when its owner is a GC object,
-the one reference of an array that can lead back to it.  Pinned here, for every
-kind of owner the constructors make and on instances that are surely recycled:
+An array's only reference that can lead back to it is its owner (the shape
+and strides tuples hold ints).  Pinned here, for every kind of owner the
+constructors make, on fresh instances and on instances reused from the type's
+freelist:
 
 - the invariant: an array whose referents include a GC object is tracked;
-- the point of it: a cycle through such an owner is collected, as before;
-- and the saving is real: an array holding a DLPack capsule is not tracked.
+- the point of it: a cycle through such an owner is collected;
+- a failed import holds nothing the collector would need to follow.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ def _is_gc_object(o) -> bool:
     return bool(type(o).__flags__ & _HAVE_GC)
 
 
-def _recycle_some():
-    # The recycler keeps 16 instances: dropping 32 fills it whatever came before.
+def _churn():
+    # Makes and drops more arrays than a freelist keeps, so the next instance
+    # is most often a reused one.
     arrays = [DLPackArray(np.zeros(1)) for _ in range(32)]
     del arrays
 
@@ -134,8 +135,8 @@ def test_every_source_kind_is_listed():
 @pytest.mark.parametrize("name", _NAMES)
 def test_an_array_holding_a_gc_object_is_tracked(name):
     make = _sources()[name]
-    for _ in range(3):  # the first may be a fresh allocation, the rest recycled
-        _recycle_some()
+    for _ in range(3):  # the first may be a fresh allocation, the rest reused
+        _churn()
         a = make()
         assert a.nbytes >= 0  # ready
         held = [o for o in gc.get_referents(a) if _is_gc_object(o)]
@@ -144,21 +145,9 @@ def test_an_array_holding_a_gc_object_is_tracked(name):
         del a
 
 
-@pytest.mark.parametrize("name", ["capsule", "dlpack producer", "pyarrow (DLPack)", "copy"])
-def test_an_array_holding_no_gc_object_is_left_untracked(name):
-    make = _sources()[name]
-    _recycle_some()
-    a = make()
-    assert not [o for o in gc.get_referents(a) if _is_gc_object(o)]
-    assert not gc.is_tracked(a)
-    # Its shape tuple (ints only) does not change that.
-    assert a.shape == (8,)
-    assert not gc.is_tracked(a)
-
-
 def _cycle_through(make_source):
     """An object whose array's owner leads back to the object: collected?"""
-    _recycle_some()
+    _churn()
     src = make_source()
     src.array = DLPackArray(src)
     ref = weakref.ref(src)
@@ -186,7 +175,7 @@ def test_cycles_through_a_c_api_owner_are_collected():
 
     x = np.arange(4.0)
     for _ in range(3):
-        _recycle_some()
+        _churn()
         h = Holder()
         h.array = _from_data(x, h)
         ref = weakref.ref(h)
@@ -222,8 +211,8 @@ class _BadInterface:
 def test_a_failed_import_holds_nothing_for_the_collector(make_source, error):
     # Whether a failed array is tracked then does not matter: it holds no GC object.
     for _ in range(3):
-        _recycle_some()
-        a = DLPackArray.__new__(DLPackArray)  # most often a recycled instance
+        _churn()
+        a = DLPackArray.__new__(DLPackArray)  # most often a reused instance
         src = make_source()
         with pytest.raises(error):
             a.__init__(src)

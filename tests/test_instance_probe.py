@@ -1,9 +1,8 @@
-"""The interface probes of ``DLPackArray(obj)`` (issue 23): where a type's
-attribute lookup is the generic one and its MRO defines none of
-``__cuda_array_interface__``, ``__array_struct__``, ``__array_interface__``,
-the import reads the instance's own storage directly (dict, 3.11+ inline
-values and their shared keys) and caches per type what it may skip.  Whatever
-the object, the route and the data must be those of the plain
+"""The interface probes of ``DLPackArray(obj)``: a type whose attribute lookup
+is the generic one, whose MRO defines none of ``__cuda_array_interface__``,
+``__array_struct__``, ``__array_interface__`` and whose instances have no
+``__dict__`` skips them, and the import caches per type what it may skip.
+Whatever the object, the route and the data must be those of the plain
 ``getattr(obj, name, None)`` precedence, however the instance, its class or
 its bases change between imports."""
 

@@ -350,14 +350,6 @@ PyObject* capsule_for_export(Tensor* m) {
 
 }  // namespace
 
-// The name pointer of the last "dltensor_versioned" capsule consumed.  A
-// producer names its capsules with one string literal, so its next capsule
-// carries the same pointer, and GetPointer's own comparison, made anyway,
-// then proves the name without a comparison of ours.  Only a hint: a pointer
-// whose text changed since (a freed name's memory reused) fails GetPointer,
-// whose error is cleared before the full test.  Any value is safe: relaxed.
-std::atomic<const char*> g_versioned_name_hint{nullptr};
-
 bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied) {
   *copied = false;
   if (!PyCapsule_CheckExact(capsule)) return false;
@@ -366,14 +358,7 @@ bool consume_dlpack_capsule(PyObject* capsule, TensorView* out, bool* copied) {
   const char* name = PyCapsule_GetName(capsule);
   if (name == nullptr) return false;
   void* versioned = nullptr;
-  if (name == g_versioned_name_hint.load(std::memory_order_relaxed)) {
-    versioned = PyCapsule_GetPointer(capsule, kCapsuleVersioned);
-    if (versioned == nullptr) PyErr_Clear();
-  }
-  if (versioned == nullptr && std::strcmp(name, kCapsuleVersioned) == 0) {
-    g_versioned_name_hint.store(name, std::memory_order_relaxed);
-    versioned = PyCapsule_GetPointer(capsule, name);
-  }
+  if (std::strcmp(name, kCapsuleVersioned) == 0) versioned = PyCapsule_GetPointer(capsule, name);
   if (versioned != nullptr) {
     // One call site: take_over and the read inline into this function.
     take_over(capsule, static_cast<DLManagedTensorVersioned*>(versioned), out, copied);

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from dlpackarray import _fastcall  # noqa: F401  (installs DLPackArray.__dlpack__'s fast path)
+from dlpackarray import _fast_entries
 from dlpackarray._array import DLPackArray, from_dlpack
 
 # The C API table (``import_dlpackarray()`` loads it as dlpackarray._C_API);
@@ -18,6 +18,10 @@ from dlpackarray._capi import _C_API as _C_API  # isort: skip
 from dlpackarray._capi import C_API_VERSION  # isort: skip
 from dlpackarray._common import DType
 from dlpackarray._devices import DLDeviceType
+
+# Every type slot and method-table patch of the package, once, before any
+# array exists (_fast_entries.pyx says what each entry replaces).
+_fast_entries.install()
 
 __all__ = [
     "C_API_VERSION",

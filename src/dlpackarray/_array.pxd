@@ -12,7 +12,7 @@ from dlpackarray.core cimport BufferLayout, TensorView
 # __init__ is still running (re-entered from the source's own code) and one
 # whose __init__ failed never answer as if they held data.
 cdef enum ArrayState:
-    kUninitialised = 0  # what tp_new (and the freelist's memset) leaves
+    kUninitialised = 0  # what tp_new leaves (a zeroed allocation)
     kInitialising = 1
     kReady = 2
     kFailed = 3
@@ -44,28 +44,11 @@ cdef class DLPackArray:
     cdef object __weakref__
 
 
-cdef extern from "Python.h":
-    int _gc_is_tracked "PyObject_GC_IsTracked"(object o) noexcept
-    void _gc_track "PyObject_GC_Track"(object o) noexcept
-    bint _type_is_gc "PyType_IS_GC"(PyTypeObject* t) noexcept
-    PyTypeObject* _type_of "Py_TYPE"(object o) noexcept
-
-
 cdef inline void mark_ready(DLPackArray self) noexcept:
-    """Makes ``self``, its descriptor and owner set, readable (kReady).
-
-    A recycled instance comes back untracked by the garbage collector
-    (_recycler.pxd), and stays so while nothing it holds can lead back to it:
-    its only reference that can close a cycle is its owner (the shape and
-    strides tuples hold ints), and most owners (capsules, Arrow owners,
-    NumPy arrays, heap owners) are no GC objects.  An owner that is one gets
-    the array tracked here, before any other code can see the array, so a
-    cycle through it is collected.  Every constructor ends here; the owner
-    never changes afterwards (a failed import drops it, which needs nothing).
-    """
+    """Makes ``self``, its descriptor and owner set, readable (kReady).  Every
+    constructor ends here; the owner never changes afterwards (a failed
+    import drops it, which needs nothing)."""
     self._state = kReady
-    if _type_is_gc(_type_of(self.owner)) and not _gc_is_tracked(self):
-        _gc_track(self)
 
 
 cdef DLPackArray wrap_view(const TensorView* v, object owner)

@@ -6,10 +6,11 @@ device variants) inside the spec's PyCapsules; import reads any producer of
 those capsules into a view.  The C++ core (arrow_bridge.hpp) does the layout
 work; this module handles capsules, ownership and the Python-level rules.
 """
+cimport cython
 from cpython.pycapsule cimport (
     PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
 )
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t
@@ -18,18 +19,12 @@ from libcpp.vector cimport vector
 from dlpackarray.abi cimport DLDevice, DLDeviceType, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 from dlpackarray.core cimport TensorView, aligned_allocate, device_is_host_accessible
 from dlpackarray._internal cimport HeapOwner, device_tuple, takes_max_version, type_has
-from dlpackarray._recycler cimport (
-    Recycler, recycler_alloc, recycler_free, recycler_install,
-)
-from dlpackarray._type_cache cimport (
-    TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
-)
 from dlpackarray._internal cimport (
     is_cuda_stream_device, synchronize_for_host_read, wait_arrow_sync_event,
 )
 
 # Probed in this order on import (docs/arrow.md, "Import"); bit i of a type's
-# _arrow_methods mask says it has _ARROW_METHODS[i].
+# arrow_methods mask says it has _ARROW_METHODS[i].
 cdef tuple _ARROW_METHODS = (
     "__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
     "__arrow_c_stream__",
@@ -159,7 +154,8 @@ cdef object export_arrow(const TensorView* v, object owner, object requested_sch
 
 # -- import ------------------------------------------------------------------------
 
-# One owner per import, recycled (_recycler.pxd) at the end of this module.
+# One owner per import: kept on Cython's freelist between imports.
+@cython.freelist(16)
 cdef class ArrowArrayOwner:
     """Owns one imported Arrow array (moved out of its capsule or stream);
     releases it when the last view of its memory is gone."""
@@ -197,7 +193,15 @@ cdef class _StreamHolder:
 
 
 cdef int arrow_methods(type t) noexcept:
-    return _arrow_methods(t)
+    """Which of _ARROW_METHODS instances of ``t`` get from their class, as a
+    mask of _HAS_* bits (0: no Arrow protocol).  Looked up each call: the
+    import caches it per type (_import.pyx)."""
+    cdef int mask = 0, bit = 1
+    for name in _ARROW_METHODS:
+        if type_has(t, name):
+            mask |= bit
+        bit <<= 1
+    return mask
 
 
 # pyarrow's array classes whose own __dlpack__ agrees with the Arrow
@@ -213,39 +217,22 @@ cdef extern from *:
     """
     void dla_arrow_set_view(TensorView* dst, const TensorView& src)
 
-# Direct-mapped caches (_type_cache.pxd), negative answers included: of
-# arrow_path_first's answers (on every DLPack import) and of _arrow_methods'
-# masks (every Arrow import probes all four methods, twice).  A class whose
-# attributes change gets a new version tag, so a stale answer is never read
-# (tests/test_arrow_import.py monkeypatches a class).
-cdef TypeSlot _first_answers[TYPE_CACHE_SIZE]
-cdef TypeSlot _method_masks[TYPE_CACHE_SIZE]
+cdef bint arrow_path_first(type t) except -1:
+    """Whether an object of type ``t`` is read through its Arrow description
+    although it also has ``__dlpack__``.
 
-
-cdef inline int _arrow_methods(type t) noexcept:
-    """Which of _ARROW_METHODS instances of ``t`` get from their class, as a
-    mask of _HAS_* bits (0: no Arrow protocol)."""
-    cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef TypeSlot* slot = type_slot(_method_masks, tp)
-    if type_slot_hit(slot, tp):
-        return <int>slot.value
-    return _arrow_methods_uncached(t, slot)
-
-
-cdef int _arrow_methods_uncached(type t, TypeSlot* slot) noexcept:
-    # Apart from _arrow_methods, which is inlined into every Arrow import:
-    # this loop's object local would give each of them a reference to
-    # initialise and release (~25 instructions) on the cached path too.
-    cdef int mask = 0, bit = 1
-    for name in _ARROW_METHODS:
-        if type_has(t, name):
-            mask |= bit
-        bit <<= 1
-    type_slot_store(slot, <PyTypeObject*>t, mask)
-    return mask
-
-
-cdef bint _arrow_first_uncached(type t) except -1:
+    A pyarrow array *is* Arrow data: its schema is the definition and its
+    ``__dlpack__`` only one reading of it.  pyarrow 26 reads tensor
+    extensions wrongly (the strides of permuted cells with three or more
+    dimensions) and exports nulls inside tensor cells silently
+    (docs/limitations.md), and refuses every other non-numeric array anyway.
+    Only its plain integer and floating-point arrays keep the (faster)
+    DLPack route, whose result the differential tests prove identical, and
+    only where that route is versioned (pyarrow 26+).
+    Other libraries' objects keep DLPack first: for an N-D object Arrow
+    sees a column of rows.  The import caches the route this decides per
+    type (_import.pyx).
+    """
     if not type_has(t, "__arrow_c_array__"):
         return False
     is_pyarrow_array = trusted = False
@@ -260,30 +247,6 @@ cdef bint _arrow_first_uncached(type t) except -1:
     return is_pyarrow_array and not (trusted and takes_max_version(t))
 
 
-cdef bint arrow_path_first(type t) except -1:
-    """Whether an object of type ``t`` is read through its Arrow description
-    although it also has ``__dlpack__``.
-
-    A pyarrow array *is* Arrow data: its schema is the definition and its
-    ``__dlpack__`` only one reading of it.  pyarrow 26 reads tensor
-    extensions wrongly (the strides of permuted cells with three or more
-    dimensions) and exports nulls inside tensor cells silently
-    (docs/limitations.md), and refuses every other non-numeric array anyway.
-    Only its plain integer and floating-point arrays keep the (faster)
-    DLPack route, whose result the differential tests prove identical, and
-    only where that route is versioned (pyarrow 26+).
-    Other libraries' objects keep DLPack first: for an N-D object Arrow
-    sees a column of rows.  Decided once per type (state).
-    """
-    cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef TypeSlot* slot = type_slot(_first_answers, tp)
-    if type_slot_hit(slot, tp):
-        return <bint>slot.value
-    cdef bint answer = _arrow_first_uncached(t)
-    type_slot_store(slot, tp, answer)
-    return answer
-
-
 cdef int raise_arrow_data_error(object obj) except -1:
     """Raises the Arrow import's ValueError for ``obj`` (nulls, malformed
     data) when it has one; returns 0 otherwise.
@@ -295,7 +258,7 @@ cdef int raise_arrow_data_error(object obj) except -1:
     """
     cdef TensorView probe
     cdef bint copied = False
-    cdef int methods = _arrow_methods(type(obj))
+    cdef int methods = arrow_methods(type(obj))
     if not methods:
         return 0
     error = None
@@ -617,22 +580,3 @@ cdef object view_from_arrow(object obj, int methods, TensorView* out, bint* copi
         if result is not None:
             return _from_array_pair(result, False, out, copied, copy)
     return _from_stream(obj, has_device_stream, out, copied, copy)
-
-
-# -- Owner allocation ------------------------------------------------------------
-# Every Arrow import makes and drops one ArrowArrayOwner: instances are
-# recycled (_recycler.pxd).  They hold no Python reference (no GC state to
-# reset), and tp_new constructs their one field, the held array, anew.
-cdef Recycler _owners
-
-
-cdef PyObject* _allocate_owner(PyTypeObject* t, Py_ssize_t n) noexcept:
-    return recycler_alloc(&_owners, t, n)
-
-
-cdef void _release_owner(void* o) noexcept:
-    # Called by tp_dealloc once the held array is released.
-    recycler_free(&_owners, <PyObject*>o)
-
-
-recycler_install(&_owners, <PyTypeObject*>ArrowArrayOwner, _allocate_owner, _release_owner)

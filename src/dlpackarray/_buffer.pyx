@@ -237,7 +237,7 @@ cdef BufferOwner view_from_buffer(object obj, TensorView* out):
 cdef int _raise_no_format(const TensorView* v) except -1:
     # Out of fill_buffer: Cython declares the C++ string of this message at
     # the top of the function it is in, so every export would construct and
-    # destroy one (issue 23, round 10).
+    # destroy one.
     raise BufferError(
         f"dtype {dtype_name(v.dtype).decode()} has no PEP 3118 format code; export it "
         "through DLPack instead")

@@ -2,7 +2,6 @@
 """Pieces shared by every protocol module: dtype objects, devices, copies."""
 cimport cython
 from cpython.object cimport PyObject, PyTypeObject, newfunc
-from cpython.type cimport PyType_Modified
 from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
@@ -15,7 +14,6 @@ from dlpackarray.core cimport (
 from dlpackarray._internal cimport (
     copy_device_to_host_into, is_cuda_device, synchronize_for_host_read,
 )
-from dlpackarray._type_slots cimport VectorcallType
 
 import os
 
@@ -76,6 +74,7 @@ cdef int require_memory(object nbytes, object count, str what) except -1:
     return 0
 
 
+# DType(name) enters through its tp_new, patched in _fast_entries.pyx (_dtype_new).
 @cython.final
 cdef class DType:
     """DType(name)\n--\n\nA DLPack data type: ``code``, ``bits`` and ``lanes`` plus a readable name.
@@ -129,24 +128,10 @@ cdef class DType:
         return self.name
 
 
-cdef object _dtype_new(type cls, PyObject* args, PyObject* kwargs):
-    # DType's tp_new: construction returns the interned instance instead of a
-    # fresh object (a cdef class cannot define __new__).  DType is final, so
-    # cls is always DType.
-    cdef tuple positional = <tuple>args if args != NULL else ()
-    cdef dict named = <dict>kwargs if kwargs != NULL else {}
-    if len(positional) + len(named) != 1 or (named and "name" not in named):
-        raise TypeError("DType() takes exactly one argument, name (the type)")
-    return dtype_object(parse_dtype(positional[0] if positional else named["name"]))
-
-
+# DType(name) returns the interned instance: its tp_new is patched with the
+# other slots (_fast_entries.pyx, _dtype_new); this is the allocation it had.
 cdef tuple _NO_ARGS = ()
 cdef newfunc _dtype_alloc = (<PyTypeObject*>DType).tp_new
-(<PyTypeObject*>DType).tp_new = <newfunc>_dtype_new
-# Cython gives final classes a vectorcall constructor that allocates without
-# tp_new; without it DType(...) goes through type.__call__ and _dtype_new.
-(<VectorcallType*>DType).tp_vectorcall = NULL
-PyType_Modified(DType)
 
 
 cdef DType dtype_object(DLDataType dt):
@@ -161,7 +146,7 @@ cdef DType dtype_object(DLDataType dt):
 cdef DType _new_dtype_object(DLDataType dt, unsigned long key):
     # Out of dtype_object: Cython declares the C++ string of the name at the
     # top of the function it is in, so every cached lookup (every x.dtype)
-    # would construct and destroy one (issue 23, round 10).
+    # would construct and destroy one.
     cdef DType d = <DType>_dtype_alloc(DType, <PyObject*>_NO_ARGS, NULL)
     d.dt = dt
     d.code = dt.code

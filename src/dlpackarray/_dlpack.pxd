@@ -32,7 +32,7 @@ cdef object request_capsule(object obj, object dl_device, object copy, object st
 # Whether type(obj).__dlpack__'s signature names max_version (False where it does not say).
 cdef bint takes_max_version(type t) except -1
 # Whether a __dlpack__ max_version asks for the versioned struct; TypeError
-# for a malformed one (export_capsule's first check, shared with _fastcall).
+# for a malformed one (export_capsule's first check, shared with _fast_entries).
 cdef bint is_versioned_request(object max_version) except -1
 cdef object export_capsule(const TensorView* v, object owner, object stream,
                            object max_version, object dl_device, object copy)

@@ -11,7 +11,8 @@ cdef object view_from_managed_versioned(DLManagedTensorVersioned* m, TensorView*
                                         bint* copied)
 cdef object view_from_managed_legacy(DLManagedTensor* m, TensorView* out)
 
-# The DLPack C exchange API of type `t` (cached per type), or NULL.
+# The DLPack C exchange API of type `t`, or NULL (looked up each call: the
+# import caches it per type).
 cdef const DLPackExchangeAPI* exchange_api_of(type t) except? NULL
 # Imports `obj` through `api`; returns the owner, or None when the caller must
 # use the Python __dlpack__ path instead (non-CPU data, producer refusal).

@@ -5,12 +5,8 @@ from cpython.long cimport PyLong_AsVoidPtr
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.type cimport PyType_IsSubtype
 from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetPointer, PyCapsule_IsValid
-from libc.stdint cimport intptr_t
 
 from dlpackarray._internal cimport _PyType_Lookup
-from dlpackarray._type_cache cimport (
-    TYPE_CACHE_SIZE, TypeSlot, type_slot, type_slot_hit, type_slot_store,
-)
 from dlpackarray.abi cimport DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPI, kDLCPU
 from libcpp cimport bool as cbool
 
@@ -54,11 +50,7 @@ cdef object view_from_managed_legacy(DLManagedTensor* m, TensorView* out):
     return owner
 
 
-# -- consumer: per-type cache of exchange tables --------------------------------
-# Negative answers are cached too, so producers without a table pay nothing
-# either (_type_cache.pxd).
-cdef TypeSlot _tables[TYPE_CACHE_SIZE]
-
+# -- consumer: the exchange table of a type (cached by _import.pyx) ---------------
 cdef str _ATTR_CAPSULE = "__dlpack_c_exchange_api__"  # DLPack 1.3
 cdef str _ATTR_INT = "__c_dlpack_exchange_api__"      # DLPack 1.2 era: address as int
 
@@ -91,13 +83,7 @@ cdef const DLPackExchangeAPI* _lookup(PyTypeObject* t) except? NULL:
 
 
 cdef const DLPackExchangeAPI* exchange_api_of(type t) except? NULL:
-    cdef PyTypeObject* tp = <PyTypeObject*>t
-    cdef TypeSlot* slot = type_slot(_tables, tp)
-    if type_slot_hit(slot, tp):
-        return <const DLPackExchangeAPI*>slot.value
-    cdef const DLPackExchangeAPI* api = _lookup(tp)
-    type_slot_store(slot, tp, <intptr_t>api)
-    return api
+    return _lookup(<PyTypeObject*>t)
 
 
 cdef object view_from_exchange(const DLPackExchangeAPI* api, object obj, TensorView* out,

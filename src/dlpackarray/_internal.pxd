@@ -17,7 +17,7 @@ from dlpackarray._cuda cimport (
 )
 # Argument parsing, heap copies and Python helpers shared by every protocol.
 from dlpackarray._common cimport (
-    HeapOwner, _PyType_Lookup, copy_to_heap, device_tuple, dtype_object, parse_copy,
+    DType, HeapOwner, _PyType_Lookup, copy_to_heap, device_tuple, dtype_object, parse_copy,
     parse_device, parse_dtype, require_memory, type_has,
 )
 # View arithmetic (index, reshape, permute, reinterpret).
@@ -46,7 +46,9 @@ from dlpackarray._arrow cimport (
 from dlpackarray._scalars cimport (
     contains_of, index_of, item_of, scalar_of, tolist_of, truth_of,
 )
-# The array type, for the C-level entry points (_capi, _fastcall, _pickle).
+# The import precedence, the one entry of every constructor.
+from dlpackarray._import cimport fill
+# The array type, for the C-level entry points (_capi, _fast_entries, _pickle).
 from dlpackarray._array cimport (
-    DLPackArray, check_ready, mark_ready, new_from_object, wrap_view,
+    DLPackArray, check_ready, kFailed, kInitialising, mark_ready, new_from_object, wrap_view,
 )

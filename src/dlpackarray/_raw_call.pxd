@@ -2,9 +2,8 @@
 # A pure declaration (no module behind it): hot calls that may fail, made so
 # that only a failure enters an exception handler.  Cython saves the thread's
 # exception state on entering every try/except, whether anything is raised or
-# not (~35 instructions each on CPython 3.11); a call made raw here returns
-# NULL with its error set, and the caller's handler, entered on that path
-# only, takes the error through raise_pending().
+# not; a call made raw here returns NULL with its error set, and the caller's
+# handler, entered on that path only, takes the error through raise_pending().
 from cpython.object cimport PyObject
 
 cdef extern from *:

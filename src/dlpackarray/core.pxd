@@ -69,8 +69,8 @@ cdef extern from "dlpackarray/tensor_view.hpp" namespace "dla" nogil:
     # What a buffer export of an immutable view needs that does not depend on
     # the request: measured on the first export (measure_buffer_layout, which
     # also makes the byte strides unless given NULL; the caller checks host
-    # access first), read by every later one.  Zeroed memory (tp_alloc, a
-    # recycled instance) reads "not known".
+    # access first), read by every later one.  Zeroed memory (tp_alloc)
+    # reads "not known".
     cdef struct BufferLayout:
         cbool known
         cbool c_contiguous

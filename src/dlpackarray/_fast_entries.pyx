@@ -1,32 +1,38 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Hand-written argument handling for the hottest methods: ``DLPackArray.__dlpack__``
-and the Arrow device methods.
+"""Every patch of a type slot or method table in the package, installed by
+one call, ``install()`` (dlpackarray/__init__.py), before any array exists.
 
-Every exchange calls ``__dlpack__`` once with one to four keywords.  Cython's
-generic keyword parser (new references for every default, a lookup table,
-a cleanup loop) cost about as much as building the capsule itself, so the
-method's C function is replaced at import by ``_dlpack_fastcall``: same
-calling convention (METH_FASTCALL | METH_KEYWORDS), same docstring and text
-signature, same errors, and the same ``export_capsule`` doing the work --
-except for the commonest request (``max_version`` only, a view with no
-pending stream), which is built here directly: the very capsule
-``export_capsule`` would make, without its keyword checks.
+Each patched ``def`` or class names its entry here in a comment.  The
+entries keep the calling convention, docstring, text signature and errors of
+what they replace; they exist because the call itself is most of the work:
 
-``__arrow_c_device_array__`` and ``__arrow_c_device_stream__`` take
-``**kwargs`` (the PyCapsule interface's future keywords); Cython built and
-freed a dictionary for them on every call, which is what pyarrow, polars and
-every device-aware consumer make.  Their replacements build one only when an
-unknown keyword is passed, then call the same ``export_arrow``.
+* ``DLPackArray.__dlpack__`` (every DLPack exchange calls it once, with one
+  to four keywords): Cython's generic keyword parser cost about as much as
+  building the capsule.  ``_dlpack_entry`` reads the keywords by position and
+  builds the commonest request (``max_version`` only, no pending stream)
+  directly: the very capsule ``export_capsule`` would make.
+* ``__arrow_c_device_array__`` / ``__arrow_c_device_stream__`` take
+  ``**kwargs`` (the PyCapsule interface's future keywords,
+  https://arrow.apache.org/docs/format/CDataInterface/PyCapsuleInterface.html):
+  their entries build a dictionary only when an unknown keyword is passed.
+* ``DLPackArray(x)`` with one positional argument: the type's vectorcall
+  constructor goes straight to the import (``_construct``).
+* ``DType``: a cdef class cannot define ``__new__``, so its ``tp_new``
+  returns the interned instance (``_dtype_new``).
 """
 import sys
 
-from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.object cimport PyObject, PyTypeObject, newfunc
+from cpython.ref cimport Py_INCREF
 
-from dlpackarray.core cimport kFlagReadOnly, new_versioned_capsule
-from dlpackarray._internal cimport DLPackArray, check_ready
+from dlpackarray.core cimport kDLPackMajorVersion, kFlagReadOnly, new_versioned_capsule
+from dlpackarray._internal cimport DLPackArray, check_ready, new_from_object
 from dlpackarray._internal cimport export_arrow, export_capsule, is_versioned_request
+from dlpackarray._internal cimport DType, dtype_object, parse_dtype
 
+
+ctypedef PyObject* (*Vectorcall)(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                 PyObject* kwnames) noexcept
 
 cdef extern from "Python.h":
     # Just the fields used here; the function pointer is only assigned.
@@ -38,13 +44,17 @@ cdef extern from "Python.h":
         const char* ml_doc
     ctypedef struct _MethodDescr "PyMethodDescrObject":
         _MethodDef* d_method
-    ctypedef struct _TypeDict "PyTypeObject":
+    # The slots patched here, which Cython's PyTypeObject does not declare.
+    ctypedef struct _TypeSlots "PyTypeObject":
         PyObject* tp_dict
+        Vectorcall tp_vectorcall
+        newfunc tp_new
     int METH_FASTCALL
     int METH_KEYWORDS
     object PyDescr_NewMethod(PyTypeObject* cls, _MethodDef* method)
     void PyType_Modified(PyTypeObject* cls)
     int PyDict_SetItem(PyObject* d, object key, object value) except -1
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
     Py_ssize_t _names_size "PyTuple_GET_SIZE"(PyObject* names)
     PyObject* _names_item "PyTuple_GET_ITEM"(PyObject* names, Py_ssize_t i)
 
@@ -80,99 +90,38 @@ cdef inline int _keyword_index(PyObject* name) except -2:
     return -1
 
 
-cdef extern from *:
-    """
-    #ifdef Py_GIL_DISABLED
-    #define DLA_FASTCALL_MEMO 0  /* no GIL orders the slots' writes and reads */
-    #else
-    #define DLA_FASTCALL_MEMO 1
-    #endif
-    """
-    # Whether the slots below are ever filled (never without a GIL).
-    bint DLA_FASTCALL_MEMO
-
-
-# max_version tuples already found to ask for the versioned struct.  Callers
-# nearly always pass one constant tuple (a code object's constant, NumPy's
-# static one), so a pointer comparison decides their requests.  Each slot
-# holds a reference to its tuple, so no address in a slot is ever reused by
-# another object; a new tuple replaces the oldest (round robin) and the
-# evicted one is released only after the slot points elsewhere.  Filling the
-# slots once for good let the first four call sites of a process (tests,
-# benchmarks, a library's import) keep NumPy's tuple out of them for ever.
-# (A tuple of ints is immutable: the answer cannot change.)
-cdef enum:
-    _SEEN_SLOTS = 4
-cdef PyObject* _versioned_seen[4]
-cdef int _versioned_next = 0
-
-
-cdef inline bint _asks_versioned(PyObject* max_version) except -1:
-    """is_versioned_request(max_version), remembered for the first tuples seen."""
-    cdef int i
-    for i in range(_SEEN_SLOTS):
-        if _versioned_seen[i] == max_version:
-            return True
-    if not is_versioned_request(<object>max_version):
-        return False
-    if not DLA_FASTCALL_MEMO:
-        return True
-    global _versioned_next
-    cdef PyObject* evicted = _versioned_seen[_versioned_next]
-    Py_INCREF(<object>max_version)
-    _versioned_seen[_versioned_next] = max_version
-    _versioned_next = (_versioned_next + 1) % _SEEN_SLOTS
-    Py_XDECREF(evicted)
-    return True
-
-
-# Where each keyword of a kwnames tuple goes, for the last tuples seen: a
-# call site passes one constant tuple (a code object's, NumPy's static one),
-# which is then read without comparing names.  Held and replaced like the
-# max_version slots above, for the same reasons (tuples are immutable).
-cdef struct _KeywordLayout:
-    PyObject* names
-    signed char index[4]
-cdef _KeywordLayout _layouts[4]
-cdef int _layouts_next = 0
-
-
 cdef inline int _read_keywords(PyObject** args, PyObject* kwnames,
                                PyObject** values) except -1:
     """Stores the keyword values of a call in ``values`` (__dlpack__'s order)."""
-    cdef Py_ssize_t i, n = _names_size(kwnames)
-    cdef int slot, index
-    cdef signed char found[4]
-    for slot in range(_SEEN_SLOTS):
-        if _layouts[slot].names == kwnames:
-            for i in range(n):
-                values[_layouts[slot].index[i]] = args[i]
-            return 0
-    for i in range(n):
+    cdef Py_ssize_t i
+    cdef int index
+    for i in range(_names_size(kwnames)):
         index = _keyword_index(_names_item(kwnames, i))
         if index < 0:
             raise TypeError(
                 f"__dlpack__() got an unexpected keyword argument "
                 f"'{<object>_names_item(kwnames, i)}'")
         values[index] = args[i]
-        if i < 4:
-            found[i] = <signed char>index
-    if n > 4 or not DLA_FASTCALL_MEMO:
-        return 0  # (more than 4: a name passed twice, by C code)
-    global _layouts_next
-    slot = _layouts_next
-    cdef PyObject* evicted = _layouts[slot].names
-    for i in range(n):
-        _layouts[slot].index[i] = found[i]
-    Py_INCREF(<object>kwnames)
-    _layouts[slot].names = kwnames
-    _layouts_next = (_layouts_next + 1) % _SEEN_SLOTS
-    Py_XDECREF(evicted)
     return 0
 
 
-cdef object _dlpack_fastcall(object self, PyObject** args, Py_ssize_t nargs,
-                             PyObject* kwnames):
+cdef object _ONE = int(kDLPackMajorVersion)  # CPython keeps one object per small int
+
+
+cdef inline bint _asks_current_major(PyObject* max_version) except -1:
+    """Whether ``max_version`` asks for the versioned struct, as
+    is_versioned_request answers.  The commonest request, ``(1, minor)`` with
+    int items, is decided here by the major's identity (every small int 1 is
+    one object); anything else gets the full check."""
+    if (type(<object>max_version) is tuple and len(<tuple>max_version) == 2
+            and (<tuple>max_version)[0] is _ONE
+            and type((<tuple>max_version)[1]) is int):
+        return True
+    return is_versioned_request(<object>max_version)
+
+
+cdef object _dlpack_entry(object self, PyObject** args, Py_ssize_t nargs,
+                          PyObject* kwnames):
     """``DLPackArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)``.
 
     ``self`` is a DLPackArray: the method descriptor checks that before the
@@ -191,7 +140,7 @@ cdef object _dlpack_fastcall(object self, PyObject** args, Py_ssize_t nargs,
     # raises the same error for a malformed one.
     if (values[0] == none and values[2] == none and values[3] == none
             and values[1] != none and (<DLPackArray>self)._view.ready_stream == NULL
-            and _asks_versioned(values[1])):
+            and _asks_current_major(values[1])):
         # export_capsule's plain request: no stream to order, no device or
         # copy to apply, so the versioned capsule (READ_ONLY flag as the view).
         return new_versioned_capsule(
@@ -238,13 +187,13 @@ cdef object _arrow_device_call(object self, PyObject** args, Py_ssize_t nargs,
                         <object>copy, True, stream, extra)
 
 
-cdef object _device_array_fastcall(object self, PyObject** args, Py_ssize_t nargs,
-                                   PyObject* kwnames):
+cdef object _device_array_entry(object self, PyObject** args, Py_ssize_t nargs,
+                                PyObject* kwnames):
     return _arrow_device_call(self, args, nargs, kwnames, False, "__arrow_c_device_array__")
 
 
-cdef object _device_stream_fastcall(object self, PyObject** args, Py_ssize_t nargs,
-                                    PyObject* kwnames):
+cdef object _device_stream_entry(object self, PyObject** args, Py_ssize_t nargs,
+                                 PyObject* kwnames):
     return _arrow_device_call(self, args, nargs, kwnames, True, "__arrow_c_device_stream__")
 
 
@@ -254,7 +203,7 @@ cdef _MethodDef _DEVICE_ARRAY_METHOD
 cdef _MethodDef _DEVICE_STREAM_METHOD
 
 
-cdef int _install(str name, _MethodDef* entry, void* function) except -1:
+cdef int _replace_method(str name, _MethodDef* entry, void* function) except -1:
     """Points DLPackArray.<name> at ``function``, keeping Cython's name, flags
     and docstring (which holds the text signature).  Leaves Cython's method
     in place if it is not the expected fastcall method descriptor (another
@@ -268,11 +217,63 @@ cdef int _install(str name, _MethodDef* entry, void* function) except -1:
     entry[0] = original[0]
     entry.ml_meth = <_CFunction>function
     replacement = PyDescr_NewMethod(<PyTypeObject*>DLPackArray, entry)
-    PyDict_SetItem((<_TypeDict*><PyObject*>DLPackArray).tp_dict, name, replacement)
-    PyType_Modified(<PyTypeObject*>DLPackArray)
+    PyDict_SetItem((<_TypeSlots*><PyObject*>DLPackArray).tp_dict, name, replacement)
     return 0
 
 
-_install("__dlpack__", &_DLPACK_METHOD, <void*>_dlpack_fastcall)
-_install("__arrow_c_device_array__", &_DEVICE_ARRAY_METHOD, <void*>_device_array_fastcall)
-_install("__arrow_c_device_stream__", &_DEVICE_STREAM_METHOD, <void*>_device_stream_fastcall)
+# -- DLPackArray(x) ------------------------------------------------------------
+# The commonest call there is.  Cython's generated vectorcall constructor runs
+# the generic keyword parser of __init__ (a name table, a new reference per
+# default, a cleanup loop); this one goes straight to the import.  Everything
+# else (keywords, other argument counts, subclasses, which get type.__call__
+# anyway) takes the generated one, with its errors.
+cdef Vectorcall _generated_constructor = NULL
+
+
+cdef PyObject* _construct(PyObject* t, PyObject* const* args, size_t nargsf,
+                          PyObject* kwnames) except NULL:
+    if kwnames != NULL or PyVectorcall_NARGS(nargsf) != 1 or t != <PyObject*>DLPackArray:
+        return _generated_constructor(t, args, nargsf, kwnames)
+    a = new_from_object(<object>args[0], None, None)
+    Py_INCREF(a)
+    return <PyObject*>a
+
+
+# -- DType(name) -----------------------------------------------------------------
+cdef object _dtype_new(type cls, PyObject* args, PyObject* kwargs):
+    """DType's tp_new: construction returns the interned instance instead of a
+    fresh object.  DType is final, so cls is always DType."""
+    cdef tuple positional = <tuple>args if args != NULL else ()
+    cdef dict named = <dict>kwargs if kwargs != NULL else {}
+    if len(positional) + len(named) != 1 or (named and "name" not in named):
+        raise TypeError("DType() takes exactly one argument, name (the type)")
+    return dtype_object(parse_dtype(positional[0] if positional else named["name"]))
+
+
+cdef bint _installed = False
+
+
+def install():
+    """Installs every entry above (once; later calls do nothing)."""
+    global _installed, _generated_constructor
+    if _installed:
+        return
+    _installed = True
+    _replace_method("__dlpack__", &_DLPACK_METHOD, <void*>_dlpack_entry)
+    _replace_method("__arrow_c_device_array__", &_DEVICE_ARRAY_METHOD,
+                    <void*>_device_array_entry)
+    _replace_method("__arrow_c_device_stream__", &_DEVICE_STREAM_METHOD,
+                    <void*>_device_stream_entry)
+    cdef _TypeSlots* array_type = <_TypeSlots*><PyObject*>DLPackArray
+    _generated_constructor = array_type.tp_vectorcall
+    if _generated_constructor != NULL:
+        # (Through void*: the slot's type cannot say "NULL means an exception".)
+        array_type.tp_vectorcall = <Vectorcall><void*>_construct
+    PyType_Modified(<PyTypeObject*>DLPackArray)
+    cdef _TypeSlots* dtype_type = <_TypeSlots*><PyObject*>DType
+    dtype_type.tp_new = <newfunc>_dtype_new
+    # Cython gives final classes a vectorcall constructor that allocates
+    # without tp_new; without it DType(...) goes through type.__call__ and
+    # _dtype_new.
+    dtype_type.tp_vectorcall = NULL
+    PyType_Modified(<PyTypeObject*>DType)
