@@ -90,13 +90,22 @@ def cases():
             TypeError,
             "typekind .* has no DLPack equivalent",
         )
-    for kind, size in ((b"i", 3), (b"f", 1), (b"f", 3), (b"u", 16), (b"f", 16), (b"i", 5)):
+    # Widths no DLPack type has: BufferError, the same rule as __array_interface__'s.
+    for kind, size in ((b"i", 3), (b"f", 3), (b"u", 16), (b"f", 16), (b"i", 5)):
         add(
             f"width/{kind.decode()}{size}",
             forge(typekind=kind, itemsize=size, shape=(1,)),
             BufferError,
-            rf"names a {size * 8}-bit type that DLPack cannot represent; supported dtypes are ",
+            rf"names a {size * 8}-bit [a-z -]+ type, a width dlpackarray does not exchange; "
+            "supported dtypes are ",
         )
+    # One byte of float: DLPack has several 8-bit floats, and a typekind cannot say which.
+    add(
+        "width/f1",
+        forge(typekind=b"f", itemsize=1, shape=(1,)),
+        BufferError,
+        "names a 1-byte float without saying which",
+    )
     for kind, size in ((b"i", 4), (b"u", 2), (b"f", 8), (b"c", 8)):
         add(
             f"swapped/{kind.decode()}{size}",
