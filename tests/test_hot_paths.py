@@ -16,11 +16,11 @@ import sysconfig
 
 import ml_dtypes
 import numpy as np
-import pyarrow as pa
 import pytest
 from dlpack_ctypes import capsule_name, tensor_fields
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import require
 from test_buffer_protocol import (
     PyBUF_ANY_CONTIGUOUS,
     PyBUF_C_CONTIGUOUS,
@@ -237,6 +237,7 @@ def test_arrow_device_methods_bind_their_arguments_as_declared(call, stream, str
         assert capsule_name(out) == "arrow_device_array_stream"
     else:
         schema, array = out
+        pa = require("pyarrow", "imports the exported Arrow device array to compare it")
         arr = pa.Array._import_from_c_device_capsule(schema, array)
         np.testing.assert_array_equal(arr.to_numpy(), a)
 
