@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 from conform_corpus import CORPUS, NEEDS, Made
-from conftest import assert_clean_exit, run_python
+from conftest import assert_clean_exit, require, run_python
 
 import dlpackarray
 from dlpackarray.testing import (
@@ -45,7 +45,7 @@ def test_corpus_size_and_rule_coverage():
 def test_broken_producer_fails_exactly_its_rule(rule, factory):
     for prefix, module in NEEDS.items():
         if rule.startswith(prefix):
-            pytest.importorskip(module)
+            require(module, f"the {prefix} rules' producer")
     report = check_conformance(factory())
     assert _failed(report) == {rule}, str(report)
     assert report.ok == (RULES[rule].level == "should")
@@ -110,7 +110,7 @@ def test_made_device_baselines_pass_the_stream_table(make):
 def test_arrow_baselines_conform():
     # The corpus's Arrow wrappers with no bug switched on pass every rule they reach,
     # the pretend CUDA device array (a sync event handle behind sync_event) included.
-    pytest.importorskip("pyarrow")
+    require("pyarrow", "the corpus's Arrow wrappers")
     from conform_corpus import ArrowArray, ArrowCudaArray
 
     for obj in (ArrowArray(), ArrowCudaArray()):

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import require_torch
 from test_build_systems import _tool
 
 EXAMPLE = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "downstream_pkg"
@@ -69,7 +70,7 @@ def test_sums_numpy_arrays_of_every_layout(dlpa_sum, dtype):
 
 
 def test_sums_torch_tensors(dlpa_sum):
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     t = torch.arange(24, dtype=torch.int32).reshape(4, 6)
     assert dlpa_sum.total(t) == int(t.sum())
     assert dlpa_sum.total(t.T[1:, ::2]) == int(t.T[1:, ::2].sum())

@@ -22,6 +22,7 @@ import c_api_ctypes
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
+from conftest import require, require_torch
 
 from dlpackarray import DLPackArray, from_dlpack
 
@@ -91,17 +92,22 @@ def _from_data(base: np.ndarray, owner):
 def _sources():
     """name -> a function making a fresh DLPackArray, one per owner kind."""
     x = np.arange(8.0)
-    pa = pytest.importorskip("pyarrow")
-    torch = pytest.importorskip("torch")
+
+    def pa():
+        return require("pyarrow", "an Arrow owner kind")
+
+    def torch():
+        return require_torch()
+
     return {
         "ndarray": lambda: DLPackArray(x),
         "ndarray slice": lambda: DLPackArray(x[::2]),
         "dlpack producer": lambda: DLPackArray(_Producer(x)),
         "capsule": lambda: DLPackArray(x.__dlpack__(max_version=(1, 3))),
         "legacy capsule": lambda: DLPackArray(x.__dlpack__()),
-        "torch": lambda: DLPackArray(torch.arange(4)),
-        "pyarrow (DLPack)": lambda: DLPackArray(pa.array(x)),
-        "arrow capsules": lambda: DLPackArray(_ArrowOnly(pa.array(x))),
+        "torch": lambda: DLPackArray(torch().arange(4)),
+        "pyarrow (DLPack)": lambda: DLPackArray(pa().array(x)),
+        "arrow capsules": lambda: DLPackArray(_ArrowOnly(pa().array(x))),
         "from_dlpack": lambda: from_dlpack(x),
         "copy": lambda: DLPackArray(x, copy=True),
         "another DLPackArray": lambda: DLPackArray(DLPackArray(x)),

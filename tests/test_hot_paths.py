@@ -17,10 +17,10 @@ import sysconfig
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import require
 from dlpack_ctypes import capsule_name, tensor_fields
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import require
 from test_buffer_protocol import (
     PyBUF_ANY_CONTIGUOUS,
     PyBUF_C_CONTIGUOUS,

@@ -99,6 +99,26 @@ def import_time_optional_imports(source: str) -> list[tuple[int, str]]:
     return found
 
 
+def bare_interop_importorskips(source: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of each ``pytest.importorskip`` of an interop library:
+    its skip reason would not say which extra installs it, as require()'s does."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        first = node.args[0]
+        if (
+            name == "importorskip"
+            and isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+            and first.value.split(".")[0] in INTEROP_IMPORTS
+        ):
+            found.append((node.lineno, first.value))
+    return found
+
+
 def _test_python_files() -> list[Path]:
     return sorted(p for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -116,6 +136,31 @@ def test_no_module_imports_an_interop_library_when_imported():
         "conftest.require(...), so that only those tests skip with the test extra:\n"
         + "\n".join(offenders)
     )
+
+
+def test_interop_libraries_are_required_with_the_extra_named():
+    """Every skip for a missing interop library goes through conftest.require,
+    whose reason names the extra that installs the library."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: importorskip({module!r})"
+        for path in _test_python_files()
+        for line, module in bare_interop_importorskips(path.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, "use conftest.require(module, why):\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('pa = pytest.importorskip("pyarrow")\n', [(1, "pyarrow")]),
+        ('def t():\n    importorskip("jax.numpy", reason="x")\n', [(2, "jax.numpy")]),
+        ('pytest.importorskip("yaml")\n', []),
+        ("pytest.importorskip(module, reason=why)\n", []),
+    ],
+)
+def test_bare_importorskip_scan(source, expected):
+    """The scan reports importorskip of an interop library by name, and only that."""
+    assert bare_interop_importorskips(source) == expected
 
 
 @pytest.mark.parametrize(
@@ -198,5 +243,6 @@ def test_no_test_compares_a_refcount_with_a_number():
         for line in absolute_refcount_comparisons(path.read_text(encoding="utf-8"))
     ]
     assert not offenders, (
-        "compare with a reading taken before (or use weakref/gc.get_referrers): " + ", ".join(offenders)
+        "compare with a reading taken before (or use weakref/gc.get_referrers): "
+        + ", ".join(offenders)
     )
