@@ -30,7 +30,11 @@ def dlpa_sum(tmp_path_factory):
     cc = os.environ.get("CC") or "cc"
     if shutil.which(cc) is None:
         pytest.skip(f"no C compiler ({cc}) to build the example")
-    pytest.importorskip("scikit_build_core", reason="the example's build backend is missing")
+    pytest.importorskip(
+        "scikit_build_core",
+        reason="scikit-build-core is not installed (the example's build backend): "
+        'pip install ".[reliability]"',
+    )
     pytest.importorskip("Cython", reason="Cython is needed to build the example")
     root = tmp_path_factory.mktemp("downstream_pkg")
     target, build = root / "site", root / "build"
