@@ -48,7 +48,16 @@ def _outcome(obj, copy=None, same_memory=True):
 
 def _check(arr):
     assert type(arr) is np.ndarray
-    assert _outcome(arr) == _outcome(arr.view(Sub))
+    fast, exported = _outcome(arr), _outcome(arr.view(Sub))
+    if arr.size == 0 and isinstance(fast, dict) and isinstance(exported, dict):
+        # An empty array's strides address no element, and NumPy's DLPack
+        # export rewrites them in some versions (2.2 does); every other field
+        # must still agree.
+        fast.pop("strides")
+        exported.pop("strides")
+        fast["interface"].pop("strides", None)
+        exported["interface"].pop("strides", None)
+    assert fast == exported
 
 
 @st.composite
