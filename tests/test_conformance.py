@@ -198,7 +198,7 @@ def test_dlpackarray_passes_every_rule(make):
 
 def _numpy_refuses_a_device_with_buffererror() -> bool:
     """What the installed NumPy raises for a dl_device it cannot export to:
-    BufferError from NumPy 2.3 on, ValueError before."""
+    BufferError from NumPy 2.4 on, ValueError before."""
     try:
         np.arange(1.0).__dlpack__(max_version=(1, 0), dl_device=(2, 0))
     except BufferError:
@@ -210,7 +210,7 @@ def _numpy_refuses_a_device_with_buffererror() -> bool:
 
 def test_numpy_passes_every_rule():
     """The checker's verdict on NumPy is what the installed NumPy does: every
-    rule, except that NumPy before 2.3 refuses an unsupported dl_device with
+    rule, except that NumPy before 2.4 refuses an unsupported dl_device with
     ValueError where the DLPack spec asks for BufferError."""
     expected = (
         set()
@@ -277,7 +277,7 @@ def _cli(*args):
 
 
 def test_cli_exit_status_and_json():
-    # A subject that conforms with any NumPy (NumPy's own arrays do from 2.3).
+    # A subject that conforms with any NumPy (NumPy's own arrays do from 2.4).
     good = _cli("__import__('dlpackarray').DLPackArray(np.arange(4.0))", "--json")
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["ok"] is True

@@ -61,7 +61,7 @@ def _check(arr):
     fast, exported = _outcome(arr), _outcome(arr.view(Sub))
     if isinstance(fast, dict) and isinstance(exported, dict):
         # Strides that address no element are free, and NumPy's DLPack export
-        # rewrites them in some versions (2.2 does); the ones that address
+        # rewrites them in some versions (2.2 and 2.3 do); the ones that address
         # elements, and every other field, must agree.
         for out in (fast, exported):
             out["strides"] = _addressing(out["strides"], out["shape"])

@@ -149,7 +149,7 @@ def test_stride_rule_buffer_protocol_and_array_interface():
 
 class _RefusesDevice:
     """A CPU producer that refuses every ``dl_device`` with ``error``, as NumPy
-    does (BufferError from NumPy 2.3, ValueError before)."""
+    does (BufferError from NumPy 2.4, ValueError before)."""
 
     def __init__(self, error):
         self._a = np.arange(3.0)
@@ -162,6 +162,20 @@ class _RefusesDevice:
         if dl_device is not None:
             raise self._error("unsupported device requested")
         return self._a.__dlpack__(stream=stream, max_version=max_version, copy=copy)
+
+
+class _NoDeviceKeyword:
+    """A CPU producer from before ``dl_device`` (NumPy 2.0): dlpackarray
+    applies the device rule itself."""
+
+    def __init__(self):
+        self._a = np.arange(3.0)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None):
+        return self._a.__dlpack__(stream=stream, max_version=max_version)
 
 
 def _outcome(call):
@@ -180,10 +194,12 @@ def _outcome(call):
 def test_a_producers_device_refusal_reads_the_same_whatever_type_it_raised(
     device, copy, via_from_dlpack
 ):
-    """A producer refusing ``dl_device`` gives the documented BufferError, the
-    same one whether the producer raised BufferError (the DLPack spec's type)
-    or ValueError (NumPy before 2.3): no exception type of ours depends on the
-    installed NumPy."""
+    """A producer refusing ``dl_device`` gives the device rule's error
+    (BufferError, ValueError with copy=False), the same one whether the
+    producer raised BufferError (the DLPack spec's type) or ValueError (NumPy
+    before 2.4), and of the type dlpackarray's own refusal has for a producer
+    that takes no ``dl_device`` (NumPy 2.0): no exception type of ours depends
+    on the installed NumPy."""
     make = from_dlpack if via_from_dlpack else DLPackArray
     outcomes = {
         error: _outcome(lambda error=error: make(_RefusesDevice(error), device=device, copy=copy))
@@ -191,7 +207,9 @@ def test_a_producers_device_refusal_reads_the_same_whatever_type_it_raised(
     }
     assert outcomes[BufferError] == outcomes[ValueError]
     kind, message = outcomes[BufferError]
-    assert kind is BufferError
+    assert kind is (ValueError if copy is False else BufferError)
+    own_rule, _ = _outcome(lambda: make(_NoDeviceKeyword(), device=device, copy=copy))
+    assert own_rule is kind
     assert message.startswith(f"_RefusesDevice refused device={device!r} (")
     assert message.endswith("; accepted: None or (1, 0) for CPU:0")
 

@@ -543,7 +543,7 @@ cdef int _request_dlpack(DLPackArray self, object obj, type t, object copy, obje
             refusal = e
         except ValueError as e:
             # A device the producer cannot export to is a BufferError in the
-            # DLPack spec (python_spec.html, "dl_device"); NumPy before 2.3
+            # DLPack spec (python_spec.html, "dl_device"); NumPy before 2.4
             # raises ValueError for it.  Our type must not depend on which
             # NumPy is installed, so that refusal is reworded below as every
             # producer's BufferError for dl_device is.
@@ -559,7 +559,7 @@ cdef int _request_dlpack(DLPackArray self, object obj, type t, object copy, obje
         # say why in our words (or unpack the booleans).
         if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
             if dl_device is not None and isinstance(refusal, (BufferError, ValueError)):
-                raise _device_refused(obj, dl_device, refusal) from refusal
+                raise _device_refused(obj, dl_device, copy, refusal) from refusal
             raise refusal
         return 0
     self.owner = view_from_capsule(capsule, &self._view, &copied)
@@ -865,11 +865,14 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj) except -1:
     return True
 
 
-cdef object _device_refused(object obj, tuple want, BaseException refusal):
+cdef object _device_refused(object obj, tuple want, object copy, BaseException refusal):
     """A producer's refusal of ``device=`` (BufferError, or ValueError from
-    NumPy before 2.3), as a BufferError that names the device asked for and
-    what the producer offers (its own device) instead of the producer's bare
-    "unsupported device requested"."""
+    NumPy before 2.4), as the device rule's error (docs/protocols.rst):
+    BufferError, or ValueError when ``copy=False`` was given -- what the rule
+    gives when dlpackarray refuses the device itself, as it does for a
+    producer without ``dl_device`` (NumPy 2.0).  It names the device asked for
+    and what the producer offers (its own device) instead of the producer's
+    bare "unsupported device requested"."""
     offer = "None (the producer's own device)"
     try:
         have = tuple(int(x) for x in obj.__dlpack_device__())
@@ -878,7 +881,8 @@ cdef object _device_refused(object obj, tuple want, BaseException refusal):
     except Exception:
         pass
     want = tuple(int(x) for x in want)
-    return BufferError(
+    error = ValueError if copy is False else BufferError
+    return error(
         f"{type(obj).__name__} refused device={want!r} "
         f"({device_text(parse_device(want)).decode()}): {refusal}; accepted: {offer}")
 
