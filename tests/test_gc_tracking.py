@@ -155,7 +155,14 @@ def test_an_array_holding_no_gc_object_is_left_untracked(name):
     make = _sources()[name]
     _recycle_some()
     a = make()
-    assert not [o for o in gc.get_referents(a) if _is_gc_object(o)]
+    held = [o for o in gc.get_referents(a) if _is_gc_object(o)]
+    if held:
+        # Python 3.13 made the capsule type a GC type (a capsule may traverse
+        # what it holds): an array owning one is tracked, as for any GC owner.
+        assert sys.version_info >= (3, 13), held
+        assert [type(o).__name__ for o in held] == ["PyCapsule"]
+        assert gc.is_tracked(a)
+        return
     assert not gc.is_tracked(a)
     # Its shape tuple (ints only) does not change that.
     assert a.shape == (8,)
