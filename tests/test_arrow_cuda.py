@@ -36,7 +36,7 @@ from arrow_ctypes import (
     schema_format,
     struct_of,
 )
-from conftest import assert_clean_exit, run_python
+from conftest import assert_clean_exit, require, run_python
 
 HERE = pathlib.Path(__file__).parent
 CUDA, CUDA_HOST, CUDA_MANAGED = 2, 3, 13
@@ -817,6 +817,7 @@ def test_cpu_methods_on_pinned_and_managed_memory_synchronise(fake_driver):
 
 
 def test_copies_stay_on_the_device_and_are_freed_at_release(fake_driver):
+    require("pyarrow", "the scenario's Arrow consumer")
     run_scenario("copies_stay_on_the_device", fake_driver)
 
 

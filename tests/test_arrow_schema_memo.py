@@ -12,18 +12,29 @@ forged chains that differ from a good one in a single field the parse reads.
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 
 import numpy as np
 import pytest
 from arrow_forge import Forge, extension, metadata_blob, producer
+from conftest import require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
 
-pa = pytest.importorskip("pyarrow")
+
+class _Pyarrow:
+    """pyarrow, imported by the first test that touches it: the forged
+    schemas below test the same memo without it."""
+
+    def __getattr__(self, name):
+        return getattr(require("pyarrow", "builds the pool of real Arrow arrays"), name)
+
+
+pa = _Pyarrow()
 
 # Forges whose structs an imported array may still hold.
 _KEEP: list = []
@@ -63,28 +74,39 @@ def _tensor(value_type, shape, permutation=None, dim_names=None, rows=2):
 
 # Arrays whose schemas differ in one thing a memo keyed on part of the schema
 # would confuse: the first nine share the storage format "+w:64" over "f".
-POOL = [
-    _tensor(pa.float32(), [8, 8]),
-    _tensor(pa.float32(), [4, 16]),
-    _tensor(pa.float32(), [64]),
-    _tensor(pa.float32(), [2, 4, 8]),
-    _tensor(pa.float32(), [8, 8], permutation=[1, 0]),
-    _tensor(pa.float32(), [2, 4, 8], permutation=[2, 0, 1]),
-    _tensor(pa.float32(), [2, 4, 8], permutation=[1, 2, 0]),
-    _tensor(pa.float32(), [8, 8], dim_names=["y", "x"]),
-    _tensor(pa.float32(), [16, 4]),
-    _tensor(pa.float64(), [8, 8]),
-    _tensor(pa.int32(), [8, 8]),
-    _tensor(pa.uint8(), [8, 8], rows=3),
-    pa.array(np.arange(64, dtype=np.float32)),
-    pa.array(np.arange(64, dtype=np.int32)),
-    pa.FixedSizeListArray.from_arrays(pa.array(np.arange(128, dtype=np.float32)), 64),
-    pa.FixedSizeListArray.from_arrays(pa.array(np.arange(128, dtype=np.float32)), 8),
-    pa.FixedSizeListArray.from_arrays(
-        pa.FixedSizeListArray.from_arrays(pa.array(np.arange(128, dtype=np.float32)), 8), 8
-    ),
-    pa.ExtensionArray.from_storage(pa.bool8(), pa.array([0, 1, 1, 0], type=pa.int8())),
-]
+POOL_SIZE = 18
+
+
+@functools.cache
+def _pool() -> list:
+    pool = _pool_arrays()
+    assert len(pool) == POOL_SIZE
+    return pool
+
+
+def _pool_arrays() -> list:
+    return [
+        _tensor(pa.float32(), [8, 8]),
+        _tensor(pa.float32(), [4, 16]),
+        _tensor(pa.float32(), [64]),
+        _tensor(pa.float32(), [2, 4, 8]),
+        _tensor(pa.float32(), [8, 8], permutation=[1, 0]),
+        _tensor(pa.float32(), [2, 4, 8], permutation=[2, 0, 1]),
+        _tensor(pa.float32(), [2, 4, 8], permutation=[1, 2, 0]),
+        _tensor(pa.float32(), [8, 8], dim_names=["y", "x"]),
+        _tensor(pa.float32(), [16, 4]),
+        _tensor(pa.float64(), [8, 8]),
+        _tensor(pa.int32(), [8, 8]),
+        _tensor(pa.uint8(), [8, 8], rows=3),
+        pa.array(np.arange(64, dtype=np.float32)),
+        pa.array(np.arange(64, dtype=np.int32)),
+        pa.FixedSizeListArray.from_arrays(pa.array(np.arange(128, dtype=np.float32)), 64),
+        pa.FixedSizeListArray.from_arrays(pa.array(np.arange(128, dtype=np.float32)), 8),
+        pa.FixedSizeListArray.from_arrays(
+            pa.FixedSizeListArray.from_arrays(pa.array(np.arange(128, dtype=np.float32)), 8), 8
+        ),
+        pa.ExtensionArray.from_storage(pa.bool8(), pa.array([0, 1, 1, 0], type=pa.int8())),
+    ]
 
 
 def _reference(arr) -> np.ndarray:
@@ -116,19 +138,19 @@ def _flat_lists(arr) -> np.ndarray:
 def test_the_pool_really_collides():
     # The collisions this file relies on: nine schemas, one storage format.
     storage = pa.list_(pa.float32(), 64)
-    assert all(a.type.storage_type == storage for a in POOL[:9])
+    assert all(a.type.storage_type == storage for a in _pool()[:9])
     params = {
         (tuple(t.shape), tuple(t.permutation or ()), tuple(t.dim_names or ()))
-        for t in (a.type for a in POOL[:9])
+        for t in (a.type for a in _pool()[:9])
     }
     assert len(params) == 9
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, len(POOL) - 1), min_size=2, max_size=24))
+@given(st.lists(st.integers(0, POOL_SIZE - 1), min_size=2, max_size=24))
 def test_every_import_in_any_order_reads_its_own_type(order):
     for i in order:
-        arr = POOL[i]
+        arr = _pool()[i]
         got = outcome(lambda arr=arr: arr)
         assert got[0] == "ok", got
         ref = _reference(arr)
@@ -137,9 +159,9 @@ def test_every_import_in_any_order_reads_its_own_type(order):
 
 
 def test_each_pool_entry_matches_a_fresh_thread_after_every_other():
-    for i, arr in enumerate(POOL):
+    for i, arr in enumerate(_pool()):
         fresh = in_fresh_thread(lambda arr=arr: arr)
-        for j, before in enumerate(POOL):
+        for j, before in enumerate(_pool()):
             outcome(lambda before=before: before)  # the memo now holds `before`
             assert outcome(lambda arr=arr: arr) == fresh, (j, i)
 
@@ -253,17 +275,18 @@ def test_one_struct_rewritten_in_place_is_read_by_its_new_content():
 def test_threads_interleaving_types_each_read_their_own():
     # One memo per thread: six threads, each alternating two types of the
     # pool (different per thread), started together.
+    _pool()  # built here: a skip raised on a worker thread would be lost
     errors = []
     barrier = threading.Barrier(6)
 
     def work(seed):
         rng = random.Random(seed)
-        mine = rng.sample(range(len(POOL)), 2)
-        refs = {i: _reference(POOL[i]) for i in mine}
+        mine = rng.sample(range(POOL_SIZE), 2)
+        refs = {i: _reference(_pool()[i]) for i in mine}
         barrier.wait()
         for _ in range(300):
             i = rng.choice(mine)
-            got = np.asarray(DLPackArray(POOL[i]))
+            got = np.asarray(DLPackArray(_pool()[i]))
             if got.shape != refs[i].shape or not np.array_equal(got, refs[i]):
                 errors.append((seed, i, got.shape))
                 return

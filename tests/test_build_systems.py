@@ -41,7 +41,7 @@ def _tool(name: str) -> str:
         name, path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     )
     if found is None:
-        pytest.skip(f"{name} is not installed")
+        pytest.skip(f'{name} is not installed: pip install ".[reliability]"')
     return found
 
 

@@ -7,7 +7,7 @@ import os
 import pathlib
 
 import pytest
-from conftest import assert_clean_exit, run_python
+from conftest import assert_clean_exit, require, run_python
 
 from dlpackarray.testing import check_conformance
 
@@ -116,7 +116,7 @@ def test_gpu_conform_tool_writes_both_reports(tmp_path, child_env):
     spec.loader.exec_module(tool)
     for _name, _needs, expr in tool.SUBJECTS:
         compile(expr, "<subject>", "eval")
-    pytest.importorskip("jax")
+    require("jax", "the subject under test")
     assert tool.main(["--out", str(tmp_path), "--only", "JAX (default backend)"]) == 0
     doc = json.loads((tmp_path / "gpu_conformance.json").read_text())
     entry = doc["subjects"]["JAX (default backend)"]

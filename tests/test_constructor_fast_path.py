@@ -11,8 +11,8 @@ import gc
 import weakref
 
 import numpy as np
-import pyarrow as pa
 import pytest
+from conftest import require
 
 from dlpackarray import DLPackArray
 
@@ -51,8 +51,12 @@ def _outcome(make, obj):
     return ("ok", repr(a), np.asarray(a).tobytes())
 
 
+def _pa():
+    return require("pyarrow", "an Arrow PyCapsule producer")
+
+
 SOURCES = {
-    "pyarrow": lambda: pa.array(np.arange(6, dtype=np.float32)),
+    "pyarrow": lambda: _pa().array(np.arange(6, dtype=np.float32)),
     "ndarray": lambda: np.arange(12).reshape(3, 4)[:, ::2],
     "bytes": lambda: b"abcdef",
     "memoryview": lambda: memoryview(bytearray(range(8))).cast("H"),
@@ -60,7 +64,7 @@ SOURCES = {
     "legacy capsule": lambda: np.arange(5.0).__dlpack__(),
     "used capsule": lambda: _used_capsule(),
     "not a capsule": lambda: object(),
-    "pyarrow with nulls": lambda: pa.array([1.0, None]),
+    "pyarrow with nulls": lambda: _pa().array([1.0, None]),
     "counting": lambda: CountingProducer(np.arange(4)),
     "zero-d": lambda: np.float64(2.5),
 }
@@ -155,6 +159,7 @@ def test_reused_instances_measure_their_own_buffer_layout():
 
 
 def test_failed_construction_leaves_a_clean_instance_for_the_next():
+    pa = _pa()
     for _ in range(20):
         with pytest.raises(TypeError):
             DLPackArray(object())

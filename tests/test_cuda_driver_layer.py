@@ -11,7 +11,7 @@ import pathlib
 
 import fake_cuda
 import pytest
-from conftest import assert_clean_exit, run_python
+from conftest import assert_clean_exit, require, run_python
 
 HERE = pathlib.Path(__file__).parent
 
@@ -25,6 +25,7 @@ def fake_driver(tmp_path_factory):
     "name",
     [
         "blocking_calls_release_the_gil",
+        "arrow_release_releases_the_gil",
         "copies_respect_the_device_pitch_limit",
         "copies_over_2_gib",
         "failed_host_copies_leave_nothing_pending",
@@ -36,6 +37,8 @@ def fake_driver(tmp_path_factory):
     ],
 )
 def test_driver_layer(name, fake_driver):
+    if name.startswith("arrow_"):
+        require("pyarrow", "the scenario's Arrow export")
     code = (
         f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
         f"import driver_scenarios; driver_scenarios.{name}()"

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import require_torch
 from test_build_systems import _tool
 
 EXAMPLE = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "downstream_pkg"
@@ -29,7 +30,11 @@ def dlpa_sum(tmp_path_factory):
     cc = os.environ.get("CC") or "cc"
     if shutil.which(cc) is None:
         pytest.skip(f"no C compiler ({cc}) to build the example")
-    pytest.importorskip("scikit_build_core", reason="the example's build backend is missing")
+    pytest.importorskip(
+        "scikit_build_core",
+        reason="scikit-build-core is not installed (the example's build backend): "
+        'pip install ".[reliability]"',
+    )
     pytest.importorskip("Cython", reason="Cython is needed to build the example")
     root = tmp_path_factory.mktemp("downstream_pkg")
     target, build = root / "site", root / "build"
@@ -69,7 +74,7 @@ def test_sums_numpy_arrays_of_every_layout(dlpa_sum, dtype):
 
 
 def test_sums_torch_tensors(dlpa_sum):
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     t = torch.arange(24, dtype=torch.int32).reshape(4, 6)
     assert dlpa_sum.total(t) == int(t.sum())
     assert dlpa_sum.total(t.T[1:, ::2]) == int(t.T[1:, ::2].sum())

@@ -376,6 +376,7 @@ def test_uninitialised_array_refuses_to_answer():
     # Every member is checked in tests/test_init_once.py; these were the
     # empty-placeholder answers before issue 17.
     x = DLPackArray.__new__(DLPackArray)
+    held = sys.getrefcount(x)  # relative: 3.14 no longer counts a local's own reference
     for use in (
         lambda: x.shape,
         lambda: len(x),
@@ -387,7 +388,7 @@ def test_uninitialised_array_refuses_to_answer():
         with pytest.raises(ValueError, match="not initialised"):
             use()
     assert repr(x) == "<DLPackArray (uninitialised)>"
-    assert sys.getrefcount(x) == 2
+    assert sys.getrefcount(x) == held  # no refusal kept a reference to the array
     # __init__ on a fresh instance is allowed exactly once.
     x.__init__(b"abc")
     assert x.shape == (3,)

@@ -14,6 +14,7 @@ import gc
 
 import numpy as np
 import pytest
+from conftest import require
 from dlpack_ctypes import Producer
 from exchange_ctypes import CallbackProvider
 
@@ -183,7 +184,7 @@ def test_instance_probe_route_is_rerouted_by_every_class_change():
     # Types whose objects reach the instance probes (an Arrow-only class) skip
     # the type checks in front of them next time; every change to the class
     # or a base must send the next import where an uncached import goes.
-    pytest.importorskip("pyarrow")
+    require("pyarrow", "an Arrow-only class reaches the instance probes")
     p = Producer(np.arange(3.0))
     provider = CallbackProvider(lambda obj: p.address)
     ns = {
@@ -229,7 +230,7 @@ def test_instance_probe_route_is_rerouted_by_every_class_change():
 
 
 def test_instance_probes_still_run_for_every_object_of_a_cached_type():
-    pytest.importorskip("pyarrow")
+    require("pyarrow", "an Arrow-only class reaches the instance probes")
     cls = type("Arrowish", (_ArrowCapsules,), {})
     for _ in range(3):
         assert DLPackArray(cls()).shape == (5,)  # cached after the first
@@ -240,7 +241,7 @@ def test_instance_probes_still_run_for_every_object_of_a_cached_type():
 
 
 def test_from_dlpack_of_a_cached_type_still_refuses():
-    pytest.importorskip("pyarrow")
+    require("pyarrow", "an Arrow-only class reaches the instance probes")
     from dlpackarray import from_dlpack
 
     cls = type("ArrowOnlyAgain", (_ArrowCapsules,), {})

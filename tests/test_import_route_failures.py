@@ -18,11 +18,14 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import require
 from test_import_error_paths import FAILED, _failed_init
 
 from dlpackarray import DLPackArray
 
-pa = pytest.importorskip("pyarrow")
+
+def _pa():
+    return require("pyarrow", "the Arrow routes' producer")
 
 
 class Boom(Exception):
@@ -82,7 +85,7 @@ def _warm(source):
 
 
 def _bool_array():
-    return pa.array([True, False, True])
+    return _pa().array([True, False, True])
 
 
 CASES = {
@@ -131,15 +134,15 @@ CASES = {
         "copy and copy=False was given",
     ),
     "instance probes, producer error": (
-        lambda: ArrowSource(pa.array(np.arange(3.0))),
-        lambda: ArrowSource(pa.array(np.arange(3.0)), fail="raise"),
+        lambda: ArrowSource(_pa().array(np.arange(3.0))),
+        lambda: ArrowSource(_pa().array(np.arange(3.0)), fail="raise"),
         {},
         Boom,
         "arrow refused",
     ),
     "instance probes, malformed pair": (
-        lambda: ArrowSource(pa.array(np.arange(3.0))),
-        lambda: ArrowSource(pa.array(np.arange(3.0)), fail="pair"),
+        lambda: ArrowSource(_pa().array(np.arange(3.0))),
+        lambda: ArrowSource(_pa().array(np.arange(3.0)), fail="pair"),
         {},
         TypeError,
         None,

@@ -46,9 +46,28 @@ def _outcome(obj, copy=None, same_memory=True):
     return out
 
 
+def _addressing(strides, shape):
+    """The strides that address elements: none in an empty array, and none
+    along a dimension of extent 1 (only index 0 exists there)."""
+    if strides is None:
+        return None
+    if 0 in shape:
+        return ()
+    return tuple(s if n > 1 else None for s, n in zip(strides, shape, strict=True))
+
+
 def _check(arr):
     assert type(arr) is np.ndarray
-    assert _outcome(arr) == _outcome(arr.view(Sub))
+    fast, exported = _outcome(arr), _outcome(arr.view(Sub))
+    if isinstance(fast, dict) and isinstance(exported, dict):
+        # Strides that address no element are free, and NumPy's DLPack export
+        # rewrites them in some versions (2.2 and 2.3 do); the ones that address
+        # elements, and every other field, must agree.
+        for out in (fast, exported):
+            out["strides"] = _addressing(out["strides"], out["shape"])
+            iface = out["interface"]
+            iface["strides"] = _addressing(iface.get("strides"), iface["shape"])
+    assert fast == exported
 
 
 @st.composite

@@ -47,7 +47,10 @@ def test_marked_tests_run_in_a_child_without_a_driver(tmp_path):
     (tmp_path / "test_sample.py").write_text(
         textwrap.dedent(SAMPLE.format(missing=no_cuda_driver.MISSING_DRIVER, loadable=loadable))
     )
-    env = {k: v for k, v in os.environ.items() if k != "DLPACKARRAY_TEST_NO_CUDA_DRIVER_CHILD"}
+    # The child's options are its pytest.ini's alone: PYTEST_ADDOPTS of the
+    # outer run (-rs, say) would replace the -ra whose summary is read below.
+    outer = {"DLPACKARRAY_TEST_NO_CUDA_DRIVER_CHILD", "PYTEST_ADDOPTS"}
+    env = {k: v for k, v in os.environ.items() if k not in outer}
     env["DLPACKARRAY_CUDA_DRIVER"] = loadable
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_sample.py"],

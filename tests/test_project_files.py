@@ -44,7 +44,9 @@ def test_changelog_url_points_at_the_changelog_file():
 
 
 def test_readthedocs_configuration():
-    yaml = pytest.importorskip("yaml", reason="reads .readthedocs.yaml")
+    yaml = pytest.importorskip(
+        "yaml", reason='PyYAML is not installed (reads .readthedocs.yaml): pip install ".[interop]"'
+    )  # dask, in the interop extra, brings it
     conf = yaml.safe_load((ROOT / ".readthedocs.yaml").read_text())
     assert conf["version"] == 2
     assert conf["build"]["tools"]["python"] == "3.11"
@@ -69,7 +71,8 @@ def test_test_extra_is_small_and_interop_holds_the_array_libraries():
     def names(extra):
         return {re.split(r"[<>=!\[ ;]", r, maxsplit=1)[0].lower() for r in extras[extra]}
 
-    assert names("test") == {"pytest", "hypothesis", "numpy", "ml_dtypes", "cython"}
+    assert names("test") == {"pytest", "hypothesis", "numpy", "ml_dtypes", "cython", "tomli"}
+    assert "tomli>=1.1; python_version < '3.11'" in extras["test"]  # tomllib from 3.11
     assert {"torch", "jax", "pyarrow", "polars", "duckdb", "nanoarrow"} <= names("interop")
     assert "torch==2.13.0" in extras["interop"]  # never an unpinned torch
 

@@ -104,7 +104,7 @@ def test_installed_test_libraries_pass_their_round_trip(json_run, library):
     installed = {lib["name"]: lib["installed"] for lib in report["libraries"]}
     if not installed[library]:
         assert check["status"] == "skip"
-        pytest.skip(f"{library} is not installed")
+        pytest.skip(f'{library} is not installed: pip install ".[interop]"')
     assert check["status"] == "pass", check["detail"]
 
 

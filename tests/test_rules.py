@@ -7,6 +7,8 @@ from __future__ import annotations
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray, from_dlpack
 
@@ -114,8 +116,20 @@ def test_a_producer_refusing_device_is_named_with_what_it_accepts(device):
     with pytest.raises(BufferError) as refused:
         DLPackArray(np.arange(3.0), device=device)
     message = str(refused.value)
-    assert message.startswith(f"ndarray refused device={device!r} (")
+    if _takes_dl_device(np.arange(1.0)):
+        assert message.startswith(f"ndarray refused device={device!r} (")
+    else:  # NumPy 2.0: asked without dl_device, dlpackarray refuses the device itself
+        assert message.startswith("cannot move data from device CPU:0 to ")
     assert message.endswith("; accepted: None or (1, 0) for CPU:0")
+
+
+def _takes_dl_device(producer) -> bool:
+    """Whether ``producer.__dlpack__`` takes ``dl_device`` (NumPy from 2.1)."""
+    try:
+        producer.__dlpack__(dl_device=(1, 0))
+    except TypeError:
+        return False
+    return True
 
 
 @pytest.mark.no_cuda_driver  # made-up device pointers and streams
@@ -143,3 +157,82 @@ def test_stride_rule_buffer_protocol_and_array_interface():
 
     with pytest.raises(BufferError, match=rule):
         DLPackArray(Iface())
+
+
+class _RefusesDevice:
+    """A CPU producer that refuses every ``dl_device`` with ``error``, as NumPy
+    does (BufferError from NumPy 2.4, ValueError before)."""
+
+    def __init__(self, error):
+        self._a = np.arange(3.0)
+        self._error = error
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if dl_device is not None:
+            raise self._error("unsupported device requested")
+        return self._a.__dlpack__(stream=stream)  # what any NumPy 2 takes
+
+
+class _NoDeviceKeyword:
+    """A CPU producer from before ``dl_device`` (NumPy 2.0 takes none):
+    dlpackarray applies the device rule itself."""
+
+    def __init__(self):
+        self._a = np.arange(3.0)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, *, stream=None):
+        return self._a.__dlpack__(stream=stream)
+
+
+def _outcome(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - the outcome under comparison
+        return type(e), str(e)
+    return None
+
+
+@given(
+    device=st.tuples(st.sampled_from([2, 3, 4, 7, 8, 13, 99]), st.integers(0, 7)),
+    copy=st.sampled_from([None, True, False]),
+    via_from_dlpack=st.booleans(),
+)
+def test_a_producers_device_refusal_reads_the_same_whatever_type_it_raised(
+    device, copy, via_from_dlpack
+):
+    """A producer refusing ``dl_device`` gives the device rule's error
+    (BufferError, ValueError with copy=False), the same one whether the
+    producer raised BufferError (the DLPack spec's type) or ValueError (NumPy
+    before 2.4), and of the type dlpackarray's own refusal has for a producer
+    that takes no ``dl_device`` (NumPy 2.0): no exception type of ours depends
+    on the installed NumPy."""
+    make = from_dlpack if via_from_dlpack else DLPackArray
+    outcomes = {
+        error: _outcome(lambda error=error: make(_RefusesDevice(error), device=device, copy=copy))
+        for error in (BufferError, ValueError)
+    }
+    assert outcomes[BufferError] == outcomes[ValueError]
+    kind, message = outcomes[BufferError]
+    assert kind is (ValueError if copy is False else BufferError)
+    own_rule, _ = _outcome(lambda: make(_NoDeviceKeyword(), device=device, copy=copy))
+    assert own_rule is kind
+    assert message.startswith(f"_RefusesDevice refused device={device!r} (")
+    assert message.endswith("; accepted: None or (1, 0) for CPU:0")
+
+
+def test_a_producers_value_error_without_a_device_request_propagates():
+    """Only a refused device request is reworded: a producer's ValueError for
+    anything else is raised as it was."""
+
+    class Broken:
+        def __dlpack__(self, **kwargs):
+            raise ValueError("broken producer")
+
+    with pytest.raises(ValueError, match="^broken producer$"):
+        DLPackArray(Broken(), copy=True)

@@ -436,6 +436,15 @@ cdef int _request_dlpack(DLPackArray self, object obj, type t, object copy, obje
             capsule = request_capsule(obj, dl_device, copy, stream_arg, common)
         except (BufferError, TypeError) as e:
             refusal = e
+        except ValueError as e:
+            # A device the producer cannot export to is a BufferError in the
+            # DLPack spec (python_spec.html, "dl_device"); NumPy before 2.4
+            # raises ValueError for it.  Our type must not depend on which
+            # NumPy is installed, so that refusal is reworded below as every
+            # producer's BufferError for dl_device is.
+            if dl_device is None:
+                raise
+            refusal = e
     if refusal is not None:
         # Outside the handler, so that an error of our own is not chained
         # to the producer's refusal.
@@ -444,8 +453,8 @@ cdef int _request_dlpack(DLPackArray self, object obj, type t, object copy, obje
         # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
         # say why in our words (or unpack the booleans).
         if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
-            if dl_device is not None and isinstance(refusal, BufferError):
-                raise _device_refused(obj, dl_device, refusal) from refusal
+            if dl_device is not None and isinstance(refusal, (BufferError, ValueError)):
+                raise _device_refused(obj, dl_device, copy, refusal) from refusal
             raise refusal
         return 0
     self.owner = view_from_capsule(capsule, &self._view, &copied)
@@ -794,10 +803,14 @@ cdef bint _import_extension_dtype(DLPackArray self, object obj, object named=Non
     return True
 
 
-cdef object _device_refused(object obj, tuple want, BaseException refusal):
-    """A producer's BufferError for ``device=``, reworded to name the device
-    asked for and what the producer offers (its own device) instead of the
-    producer's bare "unsupported device requested"."""
+cdef object _device_refused(object obj, tuple want, object copy, BaseException refusal):
+    """A producer's refusal of ``device=`` (BufferError, or ValueError from
+    NumPy before 2.4), as the device rule's error (docs/protocols.rst):
+    BufferError, or ValueError when ``copy=False`` was given -- what the rule
+    gives when dlpackarray refuses the device itself, as it does for a
+    producer without ``dl_device`` (NumPy 2.0).  It names the device asked for
+    and what the producer offers (its own device) instead of the producer's
+    bare "unsupported device requested"."""
     offer = "None (the producer's own device)"
     try:
         have = tuple(int(x) for x in obj.__dlpack_device__())
@@ -806,7 +819,8 @@ cdef object _device_refused(object obj, tuple want, BaseException refusal):
     except Exception:
         pass
     want = tuple(int(x) for x in want)
-    return BufferError(
+    error = ValueError if copy is False else BufferError
+    return error(
         f"{type(obj).__name__} refused device={want!r} "
         f"({device_text(parse_device(want)).decode()}): {refusal}; accepted: {offer}")
 

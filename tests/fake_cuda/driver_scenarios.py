@@ -78,8 +78,6 @@ def _python_runs_while_blocked(f, action, what: str) -> None:
 
 
 def blocking_calls_release_the_gil():
-    import pyarrow  # noqa: F401 -- the Arrow export below needs it importable
-
     f = fake()
     f.standard_streams()
     src = np.arange(48, dtype=np.float32).reshape(4, 12)
@@ -92,11 +90,22 @@ def blocking_calls_release_the_gil():
     # A device copy's owner freed by the thread dropping it: cuMemFree.
     held = [DLPackArray(x[:, ::2].__dlpack__(max_version=(1, 3), copy=True))]
     _python_runs_while_blocked(f, held.clear, "freeing a device copy (cuMemFree)")
-    # An Arrow export's device copy released from Python: cuMemFree again.
+    gc.collect()
+    assert f.live_allocations() == 2, "device copies leaked"
+
+
+def arrow_release_releases_the_gil():
+    import pyarrow  # noqa: F401 -- the Arrow export below needs it importable
+
+    f = fake()
+    f.standard_streams()
+    src = np.arange(48, dtype=np.float32).reshape(4, 12)
+    x = DLPackArray(cai(f.device_array(src), src.shape, stream=0x5000))
+    # An Arrow export's device copy released from Python: cuMemFree.
     arrays = [x[:, ::2].__arrow_c_device_array__()]
     _python_runs_while_blocked(f, arrays.clear, "releasing an Arrow device copy")
     gc.collect()
-    assert f.live_allocations() == 2, "device copies leaked"
+    assert f.live_allocations() == 1, "the Arrow device copy leaked"
 
 
 # -- item 5: copies within the driver's pitch limit, and over 2 GiB ------------------------------
