@@ -20,7 +20,7 @@ import pytest
 from conftest import assert_clean_exit, run_python
 from hypothesis import given
 from hypothesis import strategies as st
-from test_roundtrip_property import strided_views, wrap
+from strategies import strided_views, wrap
 
 from dlpackarray import DLPackArray
 

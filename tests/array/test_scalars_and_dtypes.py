@@ -22,7 +22,7 @@ from dtype_names import NUMPY_DTYPES
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_roundtrip_property import ML_DTYPES, strided_views, wrap
+from strategies import ML_DTYPES, strided_views, wrap
 
 from dlpackarray import DLPackArray, DType
 
@@ -64,7 +64,7 @@ def test_reinit_cannot_change_a_shared_dtype():
     x = DLPackArray(np.zeros(2, np.float32))
     with pytest.raises(TypeError, match="immutable"):
         x.dtype.__init__("int8")
-    # Before the fix this rewrote the interned float32 object for every array.
+    # A dtype is shared (interned): re-initialising it would rewrite float32 for every array.
     assert x.dtype.name == "float32"
     assert (x.dtype.code, x.dtype.bits, x.dtype.lanes) == (2, 32, 1)
     assert DLPackArray(np.zeros(1, np.float32)).dtype.name == "float32"
@@ -107,7 +107,7 @@ def test_dtype_constructor_takes_exactly_one_type(args, kwargs):
 
 
 def test_no_blank_dtype_can_be_made():
-    # DType.__new__(DType) used to return an instance with no name and code 0.
+    # A DType without a name and code is no dtype: DType.__new__ alone cannot make one.
     with pytest.raises(TypeError):
         DType.__new__(DType)
     assert DType.__new__(DType, "u2") is DType("uint16")
@@ -362,7 +362,7 @@ def test_device_memory_raises_buffer_error():
     # the checks run in a child process.
     code = f"""
 import ctypes, sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "helpers")!r})
 import dlpack_ctypes as dc
 from dlpackarray import DLPackArray
 p = dc.Producer(None, shape=(1,), strides=(1,), dtype=(2, 32, 1), data=16,

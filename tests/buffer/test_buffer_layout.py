@@ -11,13 +11,13 @@ same array (the remembered layout), for every dtype both sides name.
 
 from __future__ import annotations
 
+import buffers as pep3118
 import numpy as np
 import pytest
-import test_buffer_protocol as pep3118
+from buffers import get_buffer, used_strides
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
-from test_buffer_protocol import get_buffer, used_strides
 
 from dlpackarray import DLPackArray
 

@@ -10,7 +10,7 @@ with an undefined symbol) and no ``.pyx``.
 A downstream Cython module cimports every shipped ``.pxd``, reads every constant they declare
 and calls every function (the C API through docs/examples/c_api/consumer_body.pxi, the DLPack
 exchange table directly).  It is built twice: against ``dlpackarray.h`` alone and with the
-official DLPack 1.3 ``dlpack.h`` included first (as tests/test_abi_layout.py finds it), so the
+official DLPack 1.3 ``dlpack.h`` included first (as tests/helpers/dlpack_header.py finds it), so the
 declared type codes, device types, flags and versions are checked against the official values
 by the compiler, and the name lists against the official enums.
 """
@@ -27,14 +27,14 @@ import sysconfig
 
 import numpy as np
 import pytest
-from test_abi_layout import find_official_header
+from dlpack_header import find_official_header
 
 import dlpackarray
 from dlpackarray import DLPackArray
 
 PACKAGE = pathlib.Path(dlpackarray.__file__).parent
 INCLUDE = pathlib.Path(dlpackarray.get_include())
-EXAMPLES = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "c_api"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "c_api"
 PY_INCLUDE = sysconfig.get_paths()["include"]
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 

@@ -1,56 +1,25 @@
 """Our DLPack struct declarations match an official dlpack.h byte for byte.
 
-Compiles tests/abi/abi_layout_check.cpp (static_asserts on every sizeof,
+Compiles tests/helpers/abi/abi_layout_check.cpp (static_asserts on every sizeof,
 offsetof, enum value, flag, version constant and capsule name) against the
 official DLPack 1.3 header shipped by an installed package (apache-tvm-ffi).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 import shutil
-import site
 import subprocess
 import sysconfig
 
 import pytest
+from dlpack_header import find_official_header, header_version
 
-HERE = pathlib.Path(__file__).parent
-REPO = HERE.parent
-CHECK = HERE / "abi" / "abi_layout_check.cpp"
+TESTS = pathlib.Path(__file__).resolve().parent.parent
+REPO = TESTS.parent
+CHECK = TESTS / "helpers" / "abi" / "abi_layout_check.cpp"
 OUR_INCLUDE = REPO / "cpp" / "include"
-
-
-def _version(header: pathlib.Path):
-    text = header.read_text(errors="replace")
-    major = re.search(r"#define\s+DLPACK_MAJOR_VERSION\s+(\d+)", text)
-    minor = re.search(r"#define\s+DLPACK_MINOR_VERSION\s+(\d+)", text)
-    return (int(major.group(1)), int(minor.group(1))) if major and minor else None
-
-
-def _candidates():
-    spec = importlib.util.find_spec("tvm_ffi")  # locates without importing
-    if spec is not None and spec.submodule_search_locations:
-        for loc in spec.submodule_search_locations:
-            yield pathlib.Path(loc) / "include" / "dlpack" / "dlpack.h"
-    roots = set(
-        site.getsitepackages() + [site.getusersitepackages(), sysconfig.get_paths()["purelib"]]
-    )
-    for root in sorted(roots):
-        yield from pathlib.Path(root).glob("*/include/dlpack/dlpack.h")
-        yield from pathlib.Path(root).glob("*/3rdparty/dlpack/include/dlpack/dlpack.h")
-
-
-def find_official_header():
-    seen = {}
-    for h in _candidates():
-        if h.is_file():
-            seen[h] = _version(h)
-            if seen[h] == (1, 3):
-                return h, seen
-    return None, seen
 
 
 def compile_check(header: pathlib.Path, *extra):
@@ -101,7 +70,7 @@ def test_python_constants_match_header(official_header):
     import dlpackarray
     from dlpackarray import DLDeviceType
 
-    assert dlpackarray.DLPACK_VERSION == _version(official_header)
+    assert dlpackarray.DLPACK_VERSION == header_version(official_header)
     text = official_header.read_text()
     enum_values = dict(re.findall(r"\b(kDL\w+)\s*=\s*(\d+)U?\s*,", text))
     python_names = {
@@ -129,8 +98,8 @@ def test_python_constants_match_header(official_header):
 
 # -- the C header, dlpackarray/dlpackarray.h ---------------------------------------------------
 
-C_DUMP = HERE / "abi" / "c_layout_dump.c"
-C_ORDERS = HERE / "abi" / "c_header_orders.c"
+C_DUMP = TESTS / "helpers" / "abi" / "c_layout_dump.c"
+C_ORDERS = TESTS / "helpers" / "abi" / "c_header_orders.c"
 PY_INCLUDE = sysconfig.get_paths()["include"]
 
 

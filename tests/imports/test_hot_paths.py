@@ -16,11 +16,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import require
-from dlpack_ctypes import capsule_name, tensor_fields
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_buffer_protocol import (
+from buffers import (
     PyBUF_ANY_CONTIGUOUS,
     PyBUF_C_CONTIGUOUS,
     PyBUF_F_CONTIGUOUS,
@@ -33,6 +29,10 @@ from test_buffer_protocol import (
     PyBUF_WRITABLE,
     get_buffer,
 )
+from conftest import require
+from dlpack_ctypes import capsule_name, tensor_fields
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
 

@@ -1,4 +1,4 @@
-"""The error paths of a DLPack producer's import (issue 23, constructor trim).
+"""The error paths of a DLPack producer's import.
 
 The import's cleanups run on the error path only (try/finally and raw calls
 whose failure alone enters a handler, src/dlpackarray/_raw_call.pxd): these
@@ -15,10 +15,9 @@ from __future__ import annotations
 import dlpack_ctypes as dc
 import numpy as np
 import pytest
+from failed_init import FAILED, failed_init
 
 from dlpackarray import DLPackArray
-
-FAILED = "<DLPackArray (initialisation failed)>"
 
 
 class Refusal(BaseException):
@@ -60,14 +59,6 @@ class Producer:
 
 def _is_error(x):
     return isinstance(x, BaseException)
-
-
-def _failed_init(source, **kwargs):
-    """Initialises through __new__ + __init__ and returns (array, exception)."""
-    a = DLPackArray.__new__(DLPackArray)
-    with pytest.raises(BaseException) as info:
-        a.__init__(source, **kwargs)
-    return a, info.value
 
 
 def _assert_failed(a, error, kind, text):
@@ -131,7 +122,7 @@ CAPSULE_REFUSALS = {
 def test_a_refused_capsule_is_released_at_once(stage):
     kwargs, init, kind, text = CAPSULE_REFUSALS[stage]
     p = Producer(kwargs)
-    a, error = _failed_init(p, **init)
+    a, error = failed_init(p, **init)
     _assert_failed(a, error, kind, text)
     assert p.dc.deleter_calls == 1 and p.dc.source is None
 
@@ -144,7 +135,7 @@ def test_a_refused_capsule_is_released_at_once(stage):
 @pytest.mark.parametrize("stream", [None, -1])
 def test_the_producers_own_error_propagates_unchanged(raised, stream):
     p = Producer(raised)
-    a, error = _failed_init(p, stream=stream)
+    a, error = failed_init(p, stream=stream)
     assert error is raised
     _assert_failed(a, error, type(raised), str(raised))
     assert p.calls == ["__dlpack_device__", "__dlpack__"]
@@ -209,7 +200,7 @@ def test_a_failed_device_query_means_none_without_a_stream(case):
 def test_a_failed_device_query_raises_with_a_stream(case):
     device, kind, text = MALFORMED[case]
     p = Producer(device=device)
-    a, error = _failed_init(p, stream=-1)
+    a, error = failed_init(p, stream=-1)
     assert type(error) is kind and str(error) == text
     assert error.__cause__ is None
     # "has none" is raised from None; a query's own error keeps its (empty) context.
@@ -241,17 +232,17 @@ def test_device_tuples_read_as_before(stream):
         assert DLPackArray(p, stream=stream).tolist()[:2] == [0.0, 1.0]
     # Out of C int range: the conversion's OverflowError, with a stream or not.
     for device in [(2**40, 0), (1, 2**40)]:
-        a, error = _failed_init(Producer(device=device), stream=stream)
+        a, error = failed_init(Producer(device=device), stream=stream)
         assert type(error) is OverflowError and repr(a) == FAILED
     # A BaseException from the tuple's items is no "failed query".
-    a, error = _failed_init(Producer(device=BrokenTuple((1, 0))), stream=stream)
+    a, error = failed_init(Producer(device=BrokenTuple((1, 0))), stream=stream)
     assert type(error) is Refusal and str(error) == "no item" and repr(a) == FAILED
 
 
 @pytest.mark.parametrize("stream", [None, -1])
 def test_a_base_exception_of_the_query_propagates(stream):
     p = Producer(device=Refusal("interrupted"))
-    a, error = _failed_init(p, stream=stream)
+    a, error = failed_init(p, stream=stream)
     _assert_failed(a, error, Refusal, "interrupted")
     assert p.calls == ["__dlpack_device__"]
 
@@ -268,7 +259,7 @@ def test_a_failed_init_drops_what_it_had_taken():
 
     src = WeakBytes(8)
     ref = weakref.ref(src)
-    a, error = _failed_init(src, device=(2, 0))
+    a, error = failed_init(src, device=(2, 0))
     assert type(error) is BufferError and repr(a) == FAILED
     del src, error
     gc.collect()

@@ -1,9 +1,9 @@
 """Failures on every route of ``DLPackArray(obj)`` once the route is cached.
 
 ``_import_into`` hands each import on in tail position through pointers of a
-noexcept type, and ``_fill`` checks the -1 itself instead of a try/finally
-(issue 23).  So nothing but these tests holds the contract that Cython's
-checks used to: a route that fails returns -1 with its error set, the error
+noexcept type, and ``_fill`` checks the -1 itself instead of a try/finally.
+So nothing but these tests holds the contract that Cython's own checks
+would otherwise hold: a route that fails returns -1 with its error set, the error
 reaches the caller unchanged, the array is left failed for good, the
 source's memory is let go, and no error is left pending after a success.
 Each case imports a good object first (the type's route is cached), then a
@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 import pytest
 from conftest import require
-from test_import_error_paths import FAILED, _failed_init
+from failed_init import FAILED, failed_init
 
 from dlpackarray import DLPackArray
 
@@ -162,7 +162,7 @@ def test_a_cached_route_fails_cleanly(route):
     good, bad, kwargs, kind, text = CASES[route]
     _warm(good())
     for _ in range(2):  # both imports hit the cached route
-        a, error = _failed_init(bad(), **kwargs)
+        a, error = failed_init(bad(), **kwargs)
         assert type(error) is kind, (route, error)
         if text is not None:
             assert str(error) == text
@@ -181,7 +181,7 @@ def test_a_failed_cached_import_lets_the_source_go():
     for _ in range(3):
         src = np.arange(3.0).view(Tracked)
         ref = weakref.ref(src)
-        a, error = _failed_init(src, device=(2, 0))
+        a, error = failed_init(src, device=(2, 0))
         assert type(error) is BufferError and repr(a) == FAILED
         del src, error
         gc.collect()

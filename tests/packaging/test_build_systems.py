@@ -2,7 +2,7 @@
 ``--cmake-dir`` / ``--pkgconfig-dir``, ``find_package(dlpackarray CONFIG REQUIRED)`` with
 its version file and the ``dlpackarray::headers`` target, and ``dlpackarray.pc``.
 
-tests/build_systems/ is a downstream CMake project with a C99 and a C++17 extension module
+tests/helpers/build_systems/ is a downstream CMake project with a C99 and a C++17 extension module
 calling the C API; it is configured and built against the installed package, and both
 modules are imported and called.
 """
@@ -19,11 +19,12 @@ import sysconfig
 
 import numpy as np
 import pytest
+from toolchain import tool
 
 import dlpackarray
 from dlpackarray import DLPackArray
 
-PROJECT = pathlib.Path(__file__).parent / "build_systems"
+PROJECT = pathlib.Path(__file__).resolve().parents[1] / "helpers" / "build_systems"
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
 
@@ -33,16 +34,6 @@ def _cli(option: str) -> str:
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
-
-
-def _tool(name: str) -> str:
-    # The venv's own cmake/ninja (the `reliability` extra) come first.
-    found = shutil.which(
-        name, path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    )
-    if found is None:
-        pytest.skip(f'{name} is not installed: pip install ".[reliability]"')
-    return found
 
 
 def test_cli_prints_the_build_folders():
@@ -55,7 +46,7 @@ def test_cli_prints_the_build_folders():
 
 @pytest.fixture(scope="module")
 def cmake_build(tmp_path_factory):
-    cmake = _tool("cmake")
+    cmake = tool("cmake")
     build = tmp_path_factory.mktemp("cmake_consumer")
     cmd = [cmake, "-S", str(PROJECT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
     cmd += [f"-Ddlpackarray_DIR={_cli('--cmake-dir')}", f"-DPython_EXECUTABLE={sys.executable}"]
@@ -98,7 +89,7 @@ def test_cmake_built_modules_run(cmake_build, name):
 
 
 def test_pkg_config_gives_the_include_folder(tmp_path):
-    pkg_config = _tool("pkg-config")
+    pkg_config = tool("pkg-config")
     env = {**os.environ, "PKG_CONFIG_PATH": _cli("--pkgconfig-dir")}
 
     def query(option):

@@ -19,14 +19,14 @@ import sys
 import numpy as np
 import pytest
 from conftest import require_torch
-from test_build_systems import _tool
+from toolchain import tool
 
-EXAMPLE = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "downstream_pkg"
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "downstream_pkg"
 
 
 @pytest.fixture(scope="module")
 def dlpa_sum(tmp_path_factory):
-    _tool("cmake")
+    tool("cmake")
     cc = os.environ.get("CC") or "cc"
     if shutil.which(cc) is None:
         pytest.skip(f"no C compiler ({cc}) to build the example")

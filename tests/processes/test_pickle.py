@@ -21,7 +21,7 @@ import pytest
 from conftest import assert_clean_exit, run_python
 from hypothesis import given
 from hypothesis import strategies as st
-from test_roundtrip_property import ALL_DTYPES, strided_views, wrap
+from strategies import ALL_DTYPES, strided_views, wrap
 
 from dlpackarray import DLDeviceType, DLPackArray
 from dlpackarray._pickle import FORMAT_VERSION, byte_extent, rebuild

@@ -18,7 +18,7 @@ import pickle
 import numpy as np
 import pytest
 from hypothesis import given
-from test_roundtrip_property import strided_views, wrap
+from strategies import strided_views, wrap
 
 from dlpackarray import DLPackArray
 from dlpackarray._pickle import byte_extent, rebuild_as
