@@ -1,4 +1,4 @@
-"""Every DLPack dtype a capsule can carry, through validate() (issue 23).
+"""Every DLPack dtype a capsule can carry, through validate().
 
 validate() takes the dtype's verdict and item size from one table lookup
 (supported_itemsize).  Over a grid of codes, widths and lanes this pins the

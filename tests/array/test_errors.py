@@ -275,7 +275,7 @@ def test_copy_of_device_memory_refused():
     x, _ = consume(shape=(4,), strides=(1,), device=(7, 0))  # Vulkan
     with pytest.raises(BufferError, match=r"cannot copy: the data is on device VULKAN:0"):
         x.copy()
-    # CUDA memory is copied by the driver (tests/test_cuda_fake.py); without
+    # CUDA memory is copied by the driver (tests/cuda/test_cuda_fake.py); without
     # one the error says so.
     x, _ = consume(shape=(4,), strides=(1,), device=(dc.KDL_CUDA, 0))
     with pytest.raises(BufferError, match="CUDA driver"):
@@ -336,7 +336,7 @@ def test_device_data_to_cpu():
         data=0x1000,
         device=(dc.KDL_CUDA, 0),
     )
-    # A device -> host copy through the CUDA driver (tests/test_cuda_fake.py);
+    # A device -> host copy through the CUDA driver (tests/cuda/test_cuda_fake.py);
     # this machine has none, which the error says.
     with pytest.raises(BufferError, match="CUDA driver"):
         DLPackArray(q.capsule(), device="cpu")
@@ -373,8 +373,8 @@ def test_producer_errors_propagate():
 
 # --- uninitialised and re-initialised arrays ---------------------------------------------
 def test_uninitialised_array_refuses_to_answer():
-    # Every member is checked in tests/test_init_once.py; these were the
-    # empty-placeholder answers before issue 17.
+    # Every member is checked in tests/array/test_init_once.py; none of them
+    # may answer as an empty placeholder array.
     x = DLPackArray.__new__(DLPackArray)
     held = sys.getrefcount(x)  # relative: 3.14 no longer counts a local's own reference
     for use in (

@@ -1,14 +1,14 @@
-"""A DLPackArray is initialised once and immutable after (issue 17, items 8 and 9).
+"""A DLPackArray is initialised once and immutable after.
 
 An object made by ``DLPackArray.__new__`` alone, one whose ``__init__`` is
 still running (re-entered from the source's own code) and one whose
 ``__init__`` failed are refused with ValueError by every member, protocol slot
 and C entry point; a second ``__init__`` raises TypeError in every state.  The
 members are enumerated from the class, so a new one is covered (or this file
-fails) without editing it.  Before the fix such objects answered as an empty
-uint8 vector, and arrays without an owner (an empty Arrow stream,
-``DLPackArray_FromData`` without an owner) could be re-initialised under the
-DLTensors and buffers they had lent: out-of-bounds reads.
+fails) without editing it.  Such an object must not answer as an empty uint8
+vector, and an array without an owner (an empty Arrow stream,
+``DLPackArray_FromData`` without an owner) must not be re-initialised under
+the DLTensors and buffers it has lent: that would be out-of-bounds reads.
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ OPERATIONS = {
     "require_ready": require_ready,
 }
 
-# What each member of the C API table (tests/c_api_ctypes.py) is to an array
+# What each member of the C API table (tests/helpers/c_api_ctypes.py) is to an array
 # that is not ready: an OPERATIONS entry that must refuse it, or why none.
 C_API_MEMBERS = {
     "check": "a type check: it answers what the object is, and reads nothing",
@@ -480,7 +480,7 @@ def test_arrays_of_every_construction_path_are_immutable(how):
     m.release()
 
 
-# -- re-entrancy, each in a subprocess (they used to corrupt the heap) --------
+# -- re-entrancy, each in a subprocess (a failure corrupts the heap) ----------
 
 PRELUDE = f"""
 import gc

@@ -98,7 +98,7 @@ def test_nd_c_contiguous_becomes_fixed_shape_tensor_zero_copy(dtype):
 def test_dense_permuted_tensor_is_zero_copy_through_permutation_when_asked():
     """copy=False, or a request for arrow.fixed_shape_tensor, exports permuted
     cells as they are, with the permutation; the default is a logical-order
-    copy (tests/test_arrow_tensor_order.py)."""
+    copy (tests/arrow/test_arrow_tensor_order.py)."""
     base = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
     a = base.transpose(0, 3, 1, 2)  # cells permuted, rows still outermost
     d = DLPackArray(a)
@@ -471,7 +471,7 @@ def test_release_after_interpreter_shutdown_does_not_crash():
 )
 def test_arrays_with_a_zero_extent_are_contiguous_whatever_their_strides(shape, data):
     """No element, nothing misplaced: C- and F-contiguous as NumPy says, so
-    every protocol exports them as they are (issue 17, item 3)."""
+    every protocol exports them as they are."""
     strides = [data.draw(st.sampled_from([-16, 0, 8, 24, 800])) for _ in shape]
     a = np.lib.stride_tricks.as_strided(np.zeros(4), shape, strides)
     d = DLPackArray(a)
@@ -491,8 +491,8 @@ def test_arrays_with_a_zero_extent_are_contiguous_whatever_their_strides(shape, 
 
 
 def test_rows_beyond_int32_list_sizes_are_refused():
-    """Arrow list sizes are int32: '+w:2147483648' is no format (issue 17,
-    item 7).  A broadcast view has the shape without the memory."""
+    """Arrow list sizes are int32: '+w:2147483648' is no format.  A broadcast
+    view has the shape without the memory."""
     big = DLPackArray(np.broadcast_to(np.zeros(1, np.int8), (1, 2**31)))
     for export in (
         big.__arrow_c_schema__,

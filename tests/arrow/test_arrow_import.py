@@ -304,7 +304,7 @@ def test_array_interfaces_and_dlpack_come_before_arrow():
 
 
 def test_arrow_methods_follow_changes_to_the_class():
-    """Which Arrow methods a type has is cached per type (issue 23); a class
+    """Which Arrow methods a type has is cached per type; a class
     whose methods are replaced, added or deleted after an import is read
     through its new methods, never a stale answer."""
 
@@ -368,7 +368,7 @@ def test_arrow_methods_follow_changes_to_the_class():
 
 
 def test_tensor_metadata_is_read_afresh_for_each_array():
-    """The tensor metadata parse is remembered per thread (issue 23): a
+    """The tensor metadata parse is remembered per thread: a
     sequence of tensor types, repeated, permuted, of the same byte length,
     and malformed, imports each one as its own metadata says."""
     from arrow_forge import Forge, extension, producer

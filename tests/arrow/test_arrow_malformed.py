@@ -1,8 +1,8 @@
-"""Malformed Arrow C structs and misused stream protocols (issue 17, items 4, 6
-and 12): each is refused with a clear exception naming the problem, nothing is
-read through a NULL pointer or past a range, and what the importer took is
-released exactly once.  Structs are forged with ctypes (tests/arrow_forge.py);
-inputs that crashed the interpreter run in a subprocess.  The adversarial
+"""Malformed Arrow C structs and misused stream protocols: each is refused with a
+clear exception naming the problem, nothing is read through a NULL pointer or
+past a range, and what the importer took is released exactly once.  Structs are
+forged with ctypes (tests/helpers/arrow_forge.py);
+inputs that could crash the interpreter run in a subprocess.  The adversarial
 corpus (tests/adversarial/cases_arrow.py) and the libFuzzer harness
 (fuzz/arrow_fuzz.cpp) cover the same ground field by field.
 """
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from dlpackarray import DLPackArray
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 BOOL8 = extension(b"arrow.bool8")
 
 
@@ -314,7 +314,7 @@ for _device in (False, True):
 @pytest.mark.parametrize("name", sorted(CRASHERS))
 def test_malformed_struct_is_refused_not_crashed(name):
     build, exc, pattern, released = CRASHERS[name]
-    proc = run_python(_CHILD.format(here=HERE, build=build))
+    proc = run_python(_CHILD.format(here=HELPERS, build=build))
     assert proc.returncode == 0, f"child exited with {proc.returncode}\n{proc.stderr[-3000:]}"
     got_exc, message, releases = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got_exc == exc, (got_exc, message)

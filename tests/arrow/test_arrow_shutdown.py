@@ -1,5 +1,5 @@
 """Arrow exports released by threads the interpreter never saw, racing its
-exit (issue 17, item 10): the Arrow twins of the DLPack deleter tests in
+exit, which must neither crash nor hang it: the Arrow twins of the DLPack deleter tests in
 test_lifetime_crashes.py, over the four exports that hold the source alive
 (array, device array, stream, device stream).
 

@@ -1,4 +1,4 @@
-"""One internal boundary between the package's Cython modules (issue 20).
+"""One internal boundary between the package's Cython modules.
 
 A module uses another module's cdef functions and classes only through
 ``src/dlpackarray/_internal.pxd``, which lists, per owning module, what the others may
@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-PKG = pathlib.Path(__file__).parent.parent / "src" / "dlpackarray"
+PKG = pathlib.Path(__file__).resolve().parents[2] / "src" / "dlpackarray"
 BOUNDARY = "_internal"
 
 # `from X cimport a, b` (a parenthesised list may span lines) and `cimport X [as y], Z`.

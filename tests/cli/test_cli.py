@@ -238,7 +238,7 @@ def test_bench_outside_a_checkout_says_where_it_lives(tmp_path):
 
 
 def test_bench_quick_runs_the_smoke_suite_with_progress(tmp_path):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if not os.path.isfile(os.path.join(root, "benchmarks", "run.py")):
         pytest.skip("no benchmarks/ next to the tests")
     require("numpy", "the benchmark cases use it")
@@ -258,7 +258,7 @@ def test_bench_quick_runs_the_smoke_suite_with_progress(tmp_path):
     assert (made / "t.json").is_file() and (made / "t.md").is_file()
 
 
-# -- the command line's own surface (issue 21) ----------------------------------------------
+# -- the command line's own surface -------------------------------------------------------
 
 
 def test_version_prints_the_installed_version():
@@ -339,7 +339,7 @@ def test_matrix_exits_non_zero_on_a_crash_that_is_not_a_known_limitation(monkeyp
 
 
 def test_bench_refuses_a_directory_that_holds_files_and_names_it(tmp_path):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     (tmp_path / "kept.json").write_text("{}")
     proc = run_module("bench", "--quick", "--output", str(tmp_path), cwd=root)
     assert proc.returncode == 2

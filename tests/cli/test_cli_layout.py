@@ -1,4 +1,4 @@
-"""The library and the tool built on it are separate (issue 21).
+"""The library and the tool built on it are separate.
 
 The command line (``python -m dlpackarray`` and its sub-commands) is the ``dlpackarray.cli``
 sub-package.  Importing the library, or its conformance checker ``dlpackarray.testing``,

@@ -1,8 +1,8 @@
 """The CUDA driver layer (cpp/src/cuda_*.cpp) against the strict fake driver:
-issue 18's items 4 (GIL released around blocking calls), 5 (copies within the
-pitch limit and over 2 GiB), 6 (pointer queries without a current context),
-8 (streams and events of different contexts) and 9 (MemoryError, cuInit
-errors, fork).  Each scenario of tests/fake_cuda/driver_scenarios.py runs in a
+the GIL released around blocking calls, copies within the pitch limit and
+over 2 GiB, pointer queries without a current context, streams and events of
+different contexts, and MemoryError, cuInit errors and fork.  Each scenario of
+tests/helpers/fake_cuda/driver_scenarios.py runs in a
 child interpreter, so a crash or a deadlock fails one test."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import fake_cuda
 import pytest
 from conftest import assert_clean_exit, require, run_python
 
-HERE = pathlib.Path(__file__).parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_driver_layer(name, fake_driver):
     if name.startswith("arrow_"):
         require("pyarrow", "the scenario's Arrow export")
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
+        f"import sys; sys.path.insert(0, {str(HELPERS / 'fake_cuda')!r}); "
         f"import driver_scenarios; driver_scenarios.{name}()"
     )
     proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(fake_driver)}, timeout=300)

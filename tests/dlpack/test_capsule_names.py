@@ -1,4 +1,4 @@
-"""A capsule's name decides how it is read, whoever set it (issue 23).
+"""A capsule's name decides how it is read, whoever set it.
 
 view_from_capsule reads the name once and compares it with each DLPack name
 (no PyCapsule_IsValid per candidate).  Pinned here: every near-miss, the

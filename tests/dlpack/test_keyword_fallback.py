@@ -1,10 +1,10 @@
 """The consumer's ``__dlpack__`` keyword fallback decides from the producer's
-signature, never from the TypeError's text (issue 17, item 5).
+signature, never from the TypeError's text.
 
-Before the fix a producer whose class name (or message) contained
-``max_version`` lost the versioned capsule and its read-only flag, and a
-producer's own TypeError mentioning "keyword argument" was retried as if it
-were about keywords.  Signatures are inspected once per type and cached;
+A producer whose class name (or message) contains ``max_version`` keeps the
+versioned capsule and its read-only flag, and a producer's own TypeError
+mentioning "keyword argument" is not retried as if it were about keywords.
+Signatures are inspected once per type and cached;
 where a signature does not say (``**kwargs``) the retry order is fixed.
 """
 

@@ -1,9 +1,9 @@
-"""Spec conformance fixes of issue 7, items 5, 6, 9 and 10.
+"""DLPack spec rules a consumer and producer easily get wrong:
 
-5: the consumer's keyword fallback, in stages, with one producer error.
-6: byte_offset folded into data for every device whose data is an address.
-9: one exception type per error on every import route.
-10: device streams refused instead of accepted and ignored.
+- the consumer's keyword fallback, in stages, with one producer error;
+- byte_offset folded into data for every device whose data is an address;
+- one exception type per error on every import route;
+- device streams refused, never accepted and ignored.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class OwnTypeError(FullProducer):
 
 class OwnTypeErrorKwargs(FullProducer):
     """The same refusal behind ``**kwargs``: the signature does not say which
-    keywords it takes, so the fixed retry order runs (issue 17, item 5)."""
+    keywords it takes, so the fixed retry order runs."""
 
     def __dlpack__(self, **kwargs):
         self.calls.append(kwargs)
@@ -183,9 +183,9 @@ def test_pyarrow_refusal_of_nulls_is_one_error_without_warning():
     pa = require("pyarrow", "these tests exchange data with it")
     arr = pa.array([1, None])
     # DLPackArray falls back to pyarrow's Arrow capsules, whose import names
-    # the null count (tests/test_arrow_import.py); from_dlpack, which speaks
+    # the null count (tests/arrow/test_arrow_import.py); from_dlpack, which speaks
     # DLPack only, raises that same error instead of pyarrow's refusal (one
-    # error for nulls on every route, issue 17) -- still one error.
+    # error for nulls on every route) -- still one error.
     for consumer in (from_dlpack, DLPackArray):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
@@ -380,10 +380,10 @@ def device_array(device_type, data=0x10000):
 @pytest.mark.parametrize(
     "device_type, stream, error",
     [
-        # CUDA streams are ordered through the driver (tests/test_cuda_fake.py
+        # CUDA streams are ordered through the driver (tests/cuda/test_cuda_fake.py
         # checks the event calls).  Where no driver can be loaded no work can be
         # pending: a capsule's token is none and there is nothing to order
-        # (docs/cuda.md, "Stream rules"); tests/test_cuda_streams.py checks the
+        # (docs/cuda.md, "Stream rules"); tests/cuda/test_cuda_streams.py checks the
         # ordering where work is pending.
         (dc.KDL_CUDA, 2, None),
         (dc.KDL_CUDA, 0x7F00, None),
@@ -410,7 +410,7 @@ def test_relabel_to_cpu_with_a_stream_is_refused(device_type):
     src = np.arange(4, dtype=np.float32)
     x = device_array(device_type, data=address(src))
     # The stream would be a CPU stream: an incorrect argument (the host
-    # synchronisation itself is checked in tests/test_cuda_fake.py).
+    # synchronisation itself is checked in tests/cuda/test_cuda_fake.py).
     with pytest.raises(ValueError, match="not valid for CPU data"):
         x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), stream=1)
     f = dc.tensor_fields(x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), stream=-1))

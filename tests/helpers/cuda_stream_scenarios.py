@@ -1,8 +1,8 @@
-"""Stream-semantics scenarios on the fake driver's pending-work model (issue 18).
+"""Stream-semantics scenarios on the fake driver's pending-work model.
 
-tests/test_cuda_streams.py runs each function in a child interpreter whose
+tests/cuda/test_cuda_streams.py runs each function in a child interpreter whose
 DLPACKARRAY_CUDA_DRIVER names the fake driver.  Producers are the torch-like
-and CuPy-like fakes of tests/cuda_fakes.py with work pending on a
+and CuPy-like fakes of tests/helpers/cuda_fakes.py with work pending on a
 non-blocking side stream: a consumer that reads before the right
 synchronisation sees the old bytes (zeros) instead of the new ones.
 """
@@ -289,7 +289,7 @@ def cai_reports_no_stream_when_nothing_is_pending():
 def docs_worked_example():
     f = fake()
     install(f)
-    text = (HERE.parent / "docs" / "cuda.md").read_text()
+    text = (HERE.parents[1] / "docs" / "cuda.md").read_text()
     blocks = re.findall(r"<!-- worked-example -->\s*```python\n(.*?)```", text, re.S)
     assert len(blocks) == 1, "docs/cuda.md must hold exactly one worked example"
     exec(compile(blocks[0], "docs/cuda.md (worked example)", "exec"), {"__name__": "example"})
@@ -299,7 +299,7 @@ def docs_worked_example():
 def docs_streams_page_example():
     """docs/cuda_streams.md's example runs on the fakes; without its a.synchronize()
     (step 6) the last read sees the first kernel's values, as the page says."""
-    text = (HERE.parent / "docs" / "cuda_streams.md").read_text()
+    text = (HERE.parents[1] / "docs" / "cuda_streams.md").read_text()
     blocks = re.findall(r"<!-- streams-example -->\s*```python\n(.*?)```", text, re.S)
     assert len(blocks) == 1, "docs/cuda_streams.md must hold exactly one example"
     code = blocks[0]

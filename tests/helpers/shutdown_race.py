@@ -1,5 +1,5 @@
 """Releases of our exports run by threads the interpreter never saw, racing
-its exit (issue 17, items 10 and 11): the code shared by the DLPack tests
+its exit, which must neither crash nor hang the exit: the code shared by the DLPack tests
 (test_lifetime_crashes.py) and their Arrow twins (test_arrow_shutdown.py).
 
 ``PRELUDE`` is the start of a child script: it imports the package and
@@ -28,11 +28,11 @@ DLPACK_KINDS = ("dlpack_versioned", "dlpack_legacy")
 ARROW_KINDS = ("arrow_array", "arrow_device_array", "arrow_stream", "arrow_device_stream")
 KINDS = DLPACK_KINDS + ARROW_KINDS
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+HELPERS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 PRELUDE = f"""
 import ctypes, sys
-sys.path.insert(0, {TESTS_DIR!r})
+sys.path.insert(0, {HELPERS_DIR!r})
 import arrow_ctypes as ac
 import dlpack_ctypes as dc
 from dlpackarray import DLPackArray

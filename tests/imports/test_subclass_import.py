@@ -1,4 +1,4 @@
-"""Another DLPackArray, of any subclass, is imported as one (issue 23).
+"""Another DLPackArray, of any subclass, is imported as one.
 
 The import tests a source's type size before isinstance (a subclass's
 instances extend DLPackArray's, so no smaller type can be one): every

@@ -1,4 +1,4 @@
-"""Lifetime paths that used to crash the interpreter (issue 7, items 2-4): the
+"""Lifetime paths that must not crash the interpreter: the
 collector clearing a buffer exporter still exported to a DLPackArray, deleters
 run by threads that the interpreter ends while it shuts down, and a source
 whose own code reads or exports the DLPackArray it is being imported into.
@@ -103,9 +103,9 @@ print("survived")
 
 @pytest.mark.parametrize("name", sorted(BUFFER_SOURCES))
 def test_buffer_source_in_collected_cycle_does_not_crash(name):
-    """Before the fix a memoryview source was cleared by the collector while
-    the BufferOwner held its export: "memoryview has 1 exported buffer", then
-    a segfault when the buffer was released."""
+    """The collector must not clear a memoryview source while the BufferOwner
+    holds its export: that is "memoryview has 1 exported buffer", then a
+    segfault when the buffer is released."""
     expr, _ = BUFFER_SOURCES[name]
     proc = run_python(PRELUDE + CYCLE_SCRIPT.format(expr=expr))
     assert_clean_exit(proc, name)
@@ -250,13 +250,13 @@ SHUTDOWN_RUNS = 24
     reason="CPython ends threads with pthread_exit (a forced unwind) on Linux/glibc",
 )
 def test_deleters_on_daemon_threads_during_shutdown_never_abort():
-    """Before the fix about half of the runs aborted ("terminate called without
-    an active exception"): the forced unwind reached noexcept C++ frames."""
+    """No run aborts with "terminate called without an active exception": the
+    forced unwind of a daemon thread at exit must not reach noexcept C++ frames."""
     failures = shutdown_race.run_many(DAEMON_SCRIPT, SHUTDOWN_RUNS)
     assert not failures, f"{len(failures)}/{SHUTDOWN_RUNS} runs failed:\n" + failures[0]
 
 
-# -- issue 17, item 11: deleters on foreign threads racing the exit ----------
+# -- deleters on foreign threads racing the exit --------------------------------
 # The deleters are the start routines of threads made with pthread_create:
 # threads the interpreter has never seen, started in a burst as the script
 # ends (shutdown_race.BURST).  Before the shutdown gate, a thread that had
@@ -331,15 +331,15 @@ def _run_reentrant(body: str):
     return proc
 
 
-# Issue 17, item 8: a DLPackArray is unusable until its __init__ returns, so
-# the source's code sees errors, never the half-built array (nor the empty
-# placeholder it used to see), and cannot re-initialise it.
+# A DLPackArray is unusable until its __init__ returns, so
+# the source's code sees errors, never the half-built array (nor an empty
+# placeholder), and cannot re-initialise it.
 NOT_READY = "not initialised yet: its __init__ is still running"
 
 
 def test_reentrant_export_is_refused_and_leaves_no_stale_descriptor():
-    """Before issue 7 ``a.shape`` stayed ``(0,)`` and the memoryview's strides
-    came from the 1-entry stride array cached for the placeholder."""
+    """``a.shape`` is never the placeholder's ``(0,)``, and the memoryview's
+    strides never come from a 1-entry stride array cached for the placeholder."""
     _run_reentrant(
         f"""
         def peek(src):

@@ -1,4 +1,4 @@
-"""Soak and thread stress (issue 11): memory growth over many exchange
+"""Soak and thread stress: memory growth over many exchange
 cycles per protocol path, 16 threads sharing arrays, deleters called from
 foreign threads without the GIL, racing interpreter shutdown, and with a
 Python exception set.
@@ -23,7 +23,9 @@ import pytest
 import shutdown_race
 from conftest import assert_clean_exit, require, run_python
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "adversarial"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "adversarial")
+)
 import build_ext  # noqa: E402
 
 CYCLES = int(os.environ.get("DLPACKARRAY_SOAK_CYCLES", "20000"))
@@ -318,7 +320,7 @@ print(left, kept, plain, deleter_threads.wrapped_deleter_calls(), sum(r() is Non
 @pytest.mark.slow
 def test_deleters_racing_interpreter_shutdown(helper_dir):
     # DLPack deleters and the release callbacks of the four Arrow exports that
-    # hold their source (issue 17, item 10), spread over the exit.
+    # hold their source, spread over the exit.
     code = (
         TAKE.format(folder=helper_dir)
         + shutdown_race.PRELUDE.replace("def take(", "def take_any(")

@@ -1,5 +1,6 @@
-"""Scenarios for dlpackarray's CUDA driver layer (issue 18, items 4, 5, 6, 8, 9),
-each run by tests/test_cuda_driver_layer.py in a fresh child interpreter whose
+"""Scenarios for dlpackarray's CUDA driver layer (GIL, copies, pointer queries,
+contexts, driver errors),
+each run by tests/cuda/test_cuda_driver_layer.py in a fresh child interpreter whose
 DLPACKARRAY_CUDA_DRIVER names the fake driver (README.md: its model).
 """
 
