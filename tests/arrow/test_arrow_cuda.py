@@ -1,5 +1,5 @@
 """CUDA data through the Arrow C Device Data interface, on every CI run, against
-the fake CUDA driver (tests/fake_cuda; docs/arrow.md, "CUDA data").
+the fake CUDA driver (tests/helpers/fake_cuda; docs/arrow.md, "CUDA data").
 
 Export: the device methods describe CUDA-family views with their device type
 and id and a sync event recorded on the view's ready stream, destroyed exactly
@@ -38,7 +38,8 @@ from arrow_ctypes import (
 )
 from conftest import assert_clean_exit, require, run_python
 
-HERE = pathlib.Path(__file__).parent
+HERE = pathlib.Path(__file__).resolve().parent
+HELPERS = HERE.parent / "helpers"
 CUDA, CUDA_HOST, CUDA_MANAGED = 2, 3, 13
 
 
@@ -55,7 +56,7 @@ def fake_driver(tmp_path_factory):
 
 def run_scenario(name: str, driver) -> None:
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+        f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HELPERS)!r}]; "
         f"import test_arrow_cuda as t; t.scenario_{name}()"
     )
     proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)

@@ -18,7 +18,7 @@ from conftest import assert_clean_exit, require, run_python
 require("pyarrow", "the Arrow routes under test")
 pytest.importorskip("numpy")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MiB = 1 << 20
 SIZES = (256 * MiB, 1024 * MiB)
 # Constant bounds, far below the smaller size: code pages touched for the

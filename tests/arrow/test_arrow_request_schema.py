@@ -21,7 +21,7 @@ import pytest
 from arrow_forge import extension
 from conftest import run_python
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 METHODS = (
     "__arrow_c_array__",
     "__arrow_c_stream__",
@@ -73,7 +73,7 @@ def test_null_child_in_a_requested_list_is_a_value_error_not_a_crash(method):
     NULL is refused naming the node, on every export method, before the
     child is read; the consumer's schema is never released by the producer."""
     cases = [levels for levels, _ in NULL_CHILD]
-    proc = run_python(_CHILD.format(here=HERE, cases=cases, method=method), timeout=120)
+    proc = run_python(_CHILD.format(here=HELPERS, cases=cases, method=method), timeout=120)
     assert proc.returncode == 0, f"child exited with {proc.returncode}\n{proc.stderr[-3000:]}"
     out, releases = json.loads(proc.stdout.strip().splitlines()[-1])
     for (exc, message), (_, where) in zip(out, NULL_CHILD, strict=True):
@@ -165,7 +165,7 @@ def test_generated_hostile_requests_are_refused_as_the_import_refuses_them():
     request refused as malformed is refused by the import of the same schema
     with the same exception and message (one validator)."""
     examples = 150 if os.environ.get("CI") else 60
-    code = _PROPERTY.format(here=HERE, examples=examples, methods=METHODS, spec=SPEC)
+    code = _PROPERTY.format(here=HELPERS, examples=examples, methods=METHODS, spec=SPEC)
     proc = run_python(code, timeout=600)
     assert proc.returncode == 0, f"child exited with {proc.returncode}\n{proc.stderr[-3000:]}"
     seen = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -21,7 +21,7 @@ from conftest import assert_clean_exit, require, run_python
 pa = require("pyarrow", "the Arrow array the floor wraps")
 np = pytest.importorskip("numpy")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _PRELUDE = f"""
 import sys

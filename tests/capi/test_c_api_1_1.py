@@ -1,10 +1,10 @@
 """C API 1.1: DLPackArray_Empty (host and, through the fake CUDA driver, device, pinned and
 managed memory) and DLPackArray_FromObjectOnStream's stream hand-off, called through the
-table with ctypes (tests/c_api_ctypes.py).
+table with ctypes (tests/helpers/c_api_ctypes.py).
 
-The compiled C and Cython callers of every 1.1 function are tests/test_c_api_downstream.py
+The compiled C and Cython callers of every 1.1 function are tests/capi/test_c_api_downstream.py
 (docs/examples/c_api/) and, for NULL arguments, the lazy load and a module built against the
-1.0 header, tests/test_c_api_null_and_versions.py.
+1.0 header, tests/capi/test_c_api_null_and_versions.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import dlpackarray
 from dlpackarray import DLPackArray
 
-HERE = pathlib.Path(__file__).parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BOOL = 0, 1, 2, 6
 CPU, CUDA, CUDA_HOST, CUDA_MANAGED, OPENCL = 1, 2, 3, 13, 4
 
@@ -115,7 +115,7 @@ def fake_driver(tmp_path_factory):
 
 
 def _child(driver, body):
-    code = CHILD.format(tests=str(HERE), fake=str(HERE / "fake_cuda")) + textwrap.dedent(body)
+    code = CHILD.format(tests=str(HELPERS), fake=str(HELPERS / "fake_cuda")) + textwrap.dedent(body)
     proc = run_python(
         code + "\nprint(json.dumps(result))\n", env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}
     )
@@ -205,7 +205,7 @@ def test_empty_on_cuda_reports_driver_failures_and_leaks_nothing(fake_driver):
 def test_empty_on_cuda_without_a_driver_is_a_clear_error(tmp_path):
     missing = str(tmp_path / "no-libcuda.so")
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE)!r})\n"
+        f"import sys; sys.path.insert(0, {str(HELPERS)!r})\n"
         "import c_api_ctypes as capi\n"
         "try:\n    capi.empty([2], 2, 32, 2, 0)\nexcept BufferError as e:\n"
         "    print('REFUSED', e)\n"

@@ -24,7 +24,7 @@ import pytest
 import dlpackarray
 from dlpackarray import DLPackArray
 
-EXAMPLES = pathlib.Path(__file__).parent.parent / "docs" / "examples" / "c_api"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "c_api"
 PY_INCLUDE = sysconfig.get_paths()["include"]
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 

@@ -1,6 +1,7 @@
 """The C API and the exchange table given NULL, and loading a table that does not fit.
 
-``tests/c_api_probe.c`` is a downstream C extension built against ``dlpackarray.h`` alone. It
+``tests/helpers/c_api_probe.c`` is a downstream C extension built against ``dlpackarray.h``
+alone. It
 calls every function of the C API and of ``DLPackArray.__dlpack_c_exchange_api__`` with NULL
 arguments, and calls the header's wrappers before any ``import_dlpackarray()`` while the
 ``dlpackarray`` module seen by the import is missing or fake (a table of another version, or
@@ -31,7 +32,7 @@ from conftest import assert_clean_exit, run_python
 
 import dlpackarray
 
-PROBE_SOURCE = pathlib.Path(__file__).parent / "c_api_probe.c"
+PROBE_SOURCE = pathlib.Path(__file__).resolve().parents[1] / "helpers" / "c_api_probe.c"
 PY_INCLUDE = sysconfig.get_paths()["include"]
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 HEADER = pathlib.Path(dlpackarray.get_include()) / "dlpackarray" / "dlpackarray.h"
@@ -57,7 +58,13 @@ def _build(root: pathlib.Path, name: str, header_text: str) -> str:
 NAMES = {"current": "c_api_probe", "newer": "c_api_probe_newer", "1.0": "c_api_probe_1_0"}
 # The 1.0 header as released (a checked-in copy): modules built against it must keep working
 # with every later 1.x table.
-HEADER_1_0 = pathlib.Path(__file__).parent / "c_api_1_0" / "dlpackarray" / "dlpackarray.h"
+HEADER_1_0 = (
+    pathlib.Path(__file__).resolve().parents[1]
+    / "helpers"
+    / "c_api_1_0"
+    / "dlpackarray"
+    / "dlpackarray.h"
+)
 
 
 @pytest.fixture(scope="module")

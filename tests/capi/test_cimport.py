@@ -73,7 +73,7 @@ def test_cython_consumer_compiles_and_runs(tmp_path):
 
 
 def test_get_include_holds_the_public_header_only():
-    # The core's C++ headers are internal (tests/test_public_surface.py checks the whole list).
+    # The core's C++ headers are internal (tests/capi/test_public_surface.py checks the whole list).
     inc = dlpackarray.get_include()
     assert os.path.isfile(os.path.join(inc, "dlpackarray", "dlpackarray.h"))
     for name in ("dlpack_abi.hpp", "tensor_view.hpp", "dtype.hpp", "errors.hpp"):

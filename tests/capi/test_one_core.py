@@ -65,7 +65,7 @@ def test_every_extension_module_links_the_one_core_library():
 @pytest.mark.skipif(
     bool(os.environ.get("DLPACKARRAY_SANITIZED")),
     reason="the sanitizer build recycles no block (cpp/src/memory_recycling.hpp; "
-    "tests/test_sanitizer_recycling.py checks that instead)",
+    "tests/lifetime/test_sanitizer_recycling.py checks that instead)",
 )
 def test_block_pool_is_shared_by_every_module():
     """A block freed by a capsule of _dlpack is the next one _capi hands out,

@@ -1,7 +1,7 @@
 """Our CUDA driver declarations match the CUDA Toolkit's cuda.h.
 
 dlpackarray declares the driver types it needs itself (wheels are built where
-no Toolkit is installed); tests/abi/cuda_abi_check.cpp static_asserts them
+no Toolkit is installed); tests/helpers/abi/cuda_abi_check.cpp static_asserts them
 against cuda.h: enum values, CUDA_MEMCPY2D's layout, every entry point's
 signature and the _v2 symbol names.  Skipped only where cuda.h is absent.
 """
@@ -15,9 +15,9 @@ import subprocess
 
 import pytest
 
-HERE = pathlib.Path(__file__).parent
-CHECK = HERE / "abi" / "cuda_abi_check.cpp"
-OUR_INCLUDE = HERE.parent / "cpp" / "include"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHECK = ROOT / "tests" / "helpers" / "abi" / "cuda_abi_check.cpp"
+OUR_INCLUDE = ROOT / "cpp" / "include"
 
 
 def find_cuda_h():

@@ -1,6 +1,6 @@
-"""CUDA support tested against the fake driver (tests/fake_cuda), on every CI run.
+"""CUDA support tested against the fake driver (tests/helpers/fake_cuda), on every CI run.
 
-Each scenario of tests/fake_cuda/scenarios.py runs in a child interpreter
+Each scenario of tests/helpers/fake_cuda/scenarios.py runs in a child interpreter
 whose DLPACKARRAY_CUDA_DRIVER names the freshly built fake driver: its
 "device" memory is mapped PROT_NONE, so a host read of device memory by
 dlpackarray crashes that child and fails the one test.  No real GPU is used.
@@ -15,7 +15,7 @@ import fake_cuda
 import pytest
 from conftest import assert_clean_exit, run_python
 
-HERE = pathlib.Path(__file__).parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def fake_driver(tmp_path_factory):
 
 def run_scenario(name, driver, extra_env=None):
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
+        f"import sys; sys.path.insert(0, {str(HELPERS / 'fake_cuda')!r}); "
         f"import scenarios; scenarios.{name}()"
     )
     env = {"DLPACKARRAY_CUDA_DRIVER": str(driver), **(extra_env or {})}

@@ -1,7 +1,7 @@
 """CUDA on a real GPU: round trips, stream ordering, device copies (docs/cuda.md).
 
 Skipped as a whole where no CUDA device is usable (every CI machine without a
-GPU); tests/test_cuda_fake.py covers the same logic against a fake driver on
+GPU); tests/cuda/test_cuda_fake.py covers the same logic against a fake driver on
 every run.  Results of the runs on real GPUs: docs/cuda_gpu_results.md.
 """
 

@@ -1,7 +1,7 @@
 """CUDA stream semantics (docs/cuda.md "Stream rules") on the fake driver's
-pending-work model, with torch-like and CuPy-like producers (tests/cuda_fakes.py).
+pending-work model, with torch-like and CuPy-like producers (tests/helpers/cuda_fakes.py).
 
-Each scenario of tests/cuda_stream_scenarios.py runs in a child interpreter
+Each scenario of tests/helpers/cuda_stream_scenarios.py runs in a child interpreter
 whose DLPACKARRAY_CUDA_DRIVER names the freshly built fake driver; a kernel's
 bytes land there only once its stream is synchronised or waited on, so a
 missing synchronisation reads the old bytes and fails the scenario.
@@ -15,7 +15,7 @@ import fake_cuda
 import pytest
 from conftest import assert_clean_exit, run_python
 
-HERE = pathlib.Path(__file__).parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def fake_driver(tmp_path_factory):
 
 def run_scenario(name, driver):
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+        f"import sys; sys.path.insert(0, {str(HELPERS)!r}); "
         f"import cuda_stream_scenarios as s; s.{name}()"
     )
     return run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)

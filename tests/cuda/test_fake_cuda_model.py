@@ -1,5 +1,5 @@
-"""The fake CUDA driver's model (tests/fake_cuda/README.md), shown by its own
-checks: each function of tests/fake_cuda/model_checks.py runs in a child
+"""The fake CUDA driver's model (tests/helpers/fake_cuda/README.md), shown by its own
+checks: each function of tests/helpers/fake_cuda/model_checks.py runs in a child
 interpreter (a fault in the fake fails one test) against a fresh build."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import fake_cuda
 import pytest
 from conftest import assert_clean_exit, run_python
 
-HERE = pathlib.Path(__file__).parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 CHECKS = [
     "contexts_are_per_thread_and_required",
     "events_and_streams_of_different_contexts",
@@ -34,7 +34,7 @@ def fake_driver(tmp_path_factory):
 @pytest.mark.parametrize("name", CHECKS)
 def test_fake_driver_model(name, fake_driver):
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
+        f"import sys; sys.path.insert(0, {str(HELPERS / 'fake_cuda')!r}); "
         f"import model_checks; model_checks.{name}()"
     )
     proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(fake_driver)}, timeout=120)
@@ -44,7 +44,7 @@ def test_fake_driver_model(name, fake_driver):
 def test_every_check_is_run():
     import ast
 
-    tree = ast.parse((HERE / "fake_cuda" / "model_checks.py").read_text())
+    tree = ast.parse((HELPERS / "fake_cuda" / "model_checks.py").read_text())
     public = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     helpers = {"fake", "push", "pop", "event", "in_thread", "copy2d"}
     assert sorted(set(public) - helpers) == sorted(CHECKS)

@@ -1,4 +1,4 @@
-"""The no_cuda_driver marker (tests/no_cuda_driver.py): where a driver loads,
+"""The no_cuda_driver marker (tests/helpers/no_cuda_driver.py): where a driver loads,
 a marked test runs in a child without one, and its outcome is the test's."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import textwrap
 
 import no_cuda_driver
 
-TESTS = pathlib.Path(__file__).resolve().parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 
 SAMPLE = """
 import os
@@ -38,7 +38,7 @@ def test_marked_tests_run_in_a_child_without_a_driver(tmp_path):
     # Any loadable library stands for a driver: the parent dispatches.
     loadable = "libc.so.6"
     (tmp_path / "conftest.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
+        f"import sys\nsys.path.insert(0, {str(HELPERS)!r})\n"
         "from no_cuda_driver import pytest_pyfunc_call  # noqa: F401\n"
     )
     (tmp_path / "pytest.ini").write_text(

@@ -1,6 +1,6 @@
-"""Pickling CUDA data against the fake CUDA driver (tests/fake_cuda), on every CI run.
+"""Pickling CUDA data against the fake CUDA driver (tests/helpers/fake_cuda), on every CI run.
 
-Each scenario of tests/fake_cuda/pickle_scenarios.py runs in a child interpreter
+Each scenario of tests/helpers/fake_cuda/pickle_scenarios.py runs in a child interpreter
 whose DLPACKARRAY_CUDA_DRIVER names the fake driver: device memory is mapped
 PROT_NONE there, so a pickle that read it from the host would crash that child.
 """
@@ -13,7 +13,7 @@ import fake_cuda
 import pytest
 from conftest import assert_clean_exit, run_python
 
-HERE = pathlib.Path(__file__).parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def fake_driver(tmp_path_factory):
 
 def run(name, driver, **env):
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
+        f"import sys; sys.path.insert(0, {str(HELPERS / 'fake_cuda')!r}); "
         f"import pickle_scenarios; pickle_scenarios.{name}()"
     )
     proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver), **env}, timeout=300)

@@ -153,7 +153,7 @@ def test_cuda_data_streams_and_refusals():
         assert dc.tensor_fields(x.__dlpack__(max_version=(1, 3), stream=stream))["data"] == 0x10000
     # The legacy stream is where the data is ready: nothing to order.
     assert dc.tensor_fields(x.__dlpack__(max_version=(1, 3), stream=1))["data"] == 0x10000
-    # Other streams are ordered through the CUDA driver (tests/test_cuda_fake.py);
+    # Other streams are ordered through the CUDA driver (tests/cuda/test_cuda_fake.py);
     # in a process where no driver can be loaded no work can be pending: a bare
     # capsule's token is none and nothing needs ordering (docs/cuda.md).
     for stream in (2, 0x7F00):

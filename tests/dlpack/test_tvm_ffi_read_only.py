@@ -19,7 +19,7 @@ from conftest import require, run_python
 
 from dlpackarray.cli import matrix as _matrix
 
-PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "limitations.md"
+PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "limitations.md"
 UPDATE = (
     "the installed tvm-ffi no longer behaves as docs/limitations.md#tvm-ffi-read-only says: "
     "update that section, the matrix note (LIMITATIONS in dlpackarray/cli/matrix.py) and this test"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Emoji: every character outside the Basic Multilingual Plane that the site could show
 # (the pictographs, U+1F000 and up), the emoji presentation selector, and the BMP

@@ -14,7 +14,7 @@ import re
 import pytest
 from conftest import require, run_python
 
-PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "recipes.md"
+PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "recipes.md"
 BLOCKS = re.findall(r"^```python\n(.*?)^```", PAGE.read_text(encoding="utf-8"), re.S | re.M)
 # Libraries outside the `test` extra that a block may import, and what the block needs them for.
 OPTIONAL = {

@@ -17,7 +17,7 @@ import pytest
 
 import dlpackarray
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GENERATED = {"interop.md", "conformance.md"}
 PAGES = sorted(
     [ROOT / "README.md"]

@@ -25,7 +25,7 @@ import pytest
 
 import dlpackarray
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("3.10", "3.13")
 
 

@@ -3,7 +3,7 @@
 For tests that call the C API in child interpreters with no compiler at hand (the fake CUDA
 driver's scenarios).  The prototypes are PYFUNCTYPE: the GIL stays held and a NULL/-1 return
 with an exception set raises that exception here.  Only the 1.1 members are bound; the 1.0
-members are exercised by compiled extensions (tests/c_api_probe.c, docs/examples/c_api/).
+members are exercised by compiled extensions (tests/helpers/c_api_probe.c, docs/examples/c_api/).
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
  * exchange table the way careless or unlucky C code does: with NULL
  * arguments, and before (or without) a successful import_dlpackarray().
  *
- * Built by tests/test_c_api_null_and_versions.py against dlpackarray.h alone
+ * Built by tests/capi/test_c_api_null_and_versions.py against dlpackarray.h alone
  * (C99, -Wall -Werror).  It deliberately never calls import_dlpackarray() at
  * initialisation, so the first call of any wrapper takes the lazy load.
  * PROBE_MODULE names the module (the tests build it three times: against the
  * header as shipped, against a copy announcing a newer minor version, and
- * against the 1.0 header of tests/c_api_1_0/, which lacks the 1.1 calls).
+ * against the 1.0 header of tests/helpers/c_api_1_0/, which lacks the 1.1 calls).
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-"""Deliberately broken producers for tests/test_conformance.py.
+"""Deliberately broken producers for tests/testing/test_conformance.py.
 
 Each entry of ``CORPUS`` is ``(rule id, factory)``: the factory builds an object that
 breaks exactly that rule of ``dlpackarray.testing`` and keeps every other one.  DLPack

@@ -1,4 +1,4 @@
-"""A torch-like and a CuPy-like CUDA library on the fake driver (tests/fake_cuda).
+"""A torch-like and a CuPy-like CUDA library on the fake driver (tests/helpers/fake_cuda).
 
 Each follows its library's stream rules for the DLPack and CUDA array
 interface protocols (read from torch 2.13's ``torch/_tensor.py`` and

@@ -1,6 +1,6 @@
 """ctypes view of DLPack C exchange API tables, and a provider built from Python callbacks.
 
-Used by tests/test_exchange_api.py and tests/test_one_core.py to call the functions of
+Used by tests/dlpack/test_exchange_api.py and tests/capi/test_one_core.py to call the functions of
 ``DLPackArray.__dlpack_c_exchange_api__`` directly and to stand in for a third-party
 producer type whose table is not ours.
 """

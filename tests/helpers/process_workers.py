@@ -1,4 +1,5 @@
-"""Functions run in other processes by tests/test_processes.py, test_dask.py and test_ray.py.
+"""Functions run in other processes by tests/processes/test_processes.py, test_dask.py and
+test_ray.py.
 
 A module of its own (not a test module) so that worker processes started with
 ``spawn`` or ``forkserver`` import it cheaply by name.

@@ -19,7 +19,7 @@ from conftest import require
 
 from dlpackarray import DLPackArray
 
-DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "protocols.rst"
+DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "protocols.rst"
 
 # One source per protocol, each with a shape and dtype of its own.
 DLPACK_SRC = np.arange(6, dtype=np.int8)

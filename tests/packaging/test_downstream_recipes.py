@@ -25,7 +25,7 @@ import textwrap
 import pytest
 from conftest import run_python
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "c_api.md"
 EXAMPLES = ROOT / "docs" / "examples"
 

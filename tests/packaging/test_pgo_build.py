@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "tools" / "pgo_train.py"
 
 

@@ -12,7 +12,7 @@ import pytest
 from dlpackarray.cli import conform as _conform
 from dlpackarray.testing import RULES
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_committed_page_is_current():

@@ -125,7 +125,7 @@ def test_arrow_baselines_conform():
 
 
 def test_stream_table_on_the_fake_cuda_libraries(tmp_path):
-    # The torch-like and CuPy-like producers of tests/cuda_fakes.py (each following its
+    # The torch-like and CuPy-like producers of tests/helpers/cuda_fakes.py (each following its
     # library's stream rules) on the fake driver: the checker passes stream values only,
     # and reports the two libraries' known deviations.  CuPy's own stream (> 2, from its
     # __cuda_array_interface__) is one of the values tried.

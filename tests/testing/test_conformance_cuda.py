@@ -11,7 +11,8 @@ from conftest import assert_clean_exit, require, run_python
 
 from dlpackarray.testing import check_conformance
 
-HERE = pathlib.Path(__file__).parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HELPERS = ROOT / "tests" / "helpers"
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def fake_driver(tmp_path_factory):
 )
 def test_checker_on_fake_device_memory(name, fake_driver):
     code = (
-        f"import sys; sys.path.insert(0, {str(HERE / 'fake_cuda')!r}); "
+        f"import sys; sys.path.insert(0, {str(HELPERS / 'fake_cuda')!r}); "
         f"import conform_scenarios; conform_scenarios.{name}()"
     )
     proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(fake_driver)}, timeout=300)
@@ -109,9 +110,7 @@ def test_gpu_conform_tool_writes_both_reports(tmp_path, child_env):
     import importlib.util
     import json
 
-    spec = importlib.util.spec_from_file_location(
-        "gpu_conform", HERE.parent / "tools" / "gpu_conform.py"
-    )
+    spec = importlib.util.spec_from_file_location("gpu_conform", ROOT / "tools" / "gpu_conform.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     for _name, _needs, expr in tool.SUBJECTS:

@@ -2,7 +2,7 @@
 // (cpp/include/dlpackarray/dlpack_abi.hpp: the public C declarations of
 // dlpack_abi.h, seen as dla:: names, plus the core's constants) have exactly
 // the layout and constants of an official dlpack.h.  Compiled by
-// tests/test_abi_layout.py with -fsyntax-only; any mismatch is a static_assert
+// tests/dlpack/test_abi_layout.py with -fsyntax-only; any mismatch is a static_assert
 // failure naming the field.
 //
 // Both declare the same global C names behind the same include guard, so ours

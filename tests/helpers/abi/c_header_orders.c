@@ -2,7 +2,7 @@
  * order selected by DLA_OFFICIAL_FIRST (after Python.h): either order compiles,
  * as C99, C11 and C++17, and the C API
  * is usable with whichever declarations won.  Compiled (C and C++, warnings
- * as errors) by tests/test_abi_layout.py. */
+ * as errors) by tests/dlpack/test_abi_layout.py. */
 #ifdef DLA_OFFICIAL_FIRST
 /* Python.h comes before any standard header (CPython's rule: its pyconfig.h
  * selects the feature macros); dlpack.h includes <stdint.h>, so under strict

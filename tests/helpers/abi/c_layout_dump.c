@@ -1,6 +1,6 @@
 /* Prints the layout of the DLPack declarations a C (or C++) translation unit
  * sees: every sizeof/alignof/offsetof and constant, one per line.  Built by
- * tests/test_abi_layout.py twice, against an official dlpack.h
+ * tests/dlpack/test_abi_layout.py twice, against an official dlpack.h
  * (-DDLA_USE_OFFICIAL) and against dlpackarray/dlpackarray.h alone, which
  * must print the same lines. */
 #include <stddef.h>

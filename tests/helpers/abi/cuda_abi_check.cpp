@@ -1,4 +1,4 @@
-// Compile-only check (tests/test_cuda_abi.py): the CUDA driver types, enum
+// Compile-only check (tests/cuda/test_cuda_abi.py): the CUDA driver types, enum
 // values, struct layout and entry-point signatures declared in
 // cuda_driver.hpp match the CUDA Toolkit's cuda.h.
 #include <cuda.h>

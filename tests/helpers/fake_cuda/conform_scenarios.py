@@ -1,4 +1,4 @@
-"""dlpackarray.testing on fake CUDA memory (tests/test_conformance_cuda.py runs each
+"""dlpackarray.testing on fake CUDA memory (tests/testing/test_conformance_cuda.py runs each
 function in a child whose DLPACKARRAY_CUDA_DRIVER names the fake driver).
 
 Fake device memory is mapped PROT_NONE: a probe that reads it from the host kills the

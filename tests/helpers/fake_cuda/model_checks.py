@@ -1,6 +1,6 @@
 """The fake driver's own checks: each function shows one rule of its model
 (README.md) by calling the driver entry points directly through ctypes, as
-libcuda would be called.  tests/test_fake_cuda_model.py runs each in a fresh
+libcuda would be called.  tests/cuda/test_fake_cuda_model.py runs each in a fresh
 child with DLPACKARRAY_CUDA_DRIVER naming a fresh build; dlpackarray is not
 imported.
 """

@@ -1,7 +1,7 @@
 """Pickling CUDA data, run against the fake driver in a child interpreter.
 
-tests/test_pickle_cuda.py runs each function here in a fresh process whose
-DLPACKARRAY_CUDA_DRIVER names the fake driver (tests/fake_cuda): a host read
+tests/cuda/test_pickle_cuda.py runs each function here in a fresh process whose
+DLPACKARRAY_CUDA_DRIVER names the fake driver (tests/helpers/fake_cuda): a host read
 of fake device memory faults, so pickling must go through driver copies.
 """
 

@@ -1,6 +1,6 @@
 """Scenarios run against the fake CUDA driver, each in a fresh interpreter.
 
-tests/test_cuda_fake.py runs every function here in a child process whose
+tests/cuda/test_cuda_fake.py runs every function here in a child process whose
 DLPACKARRAY_CUDA_DRIVER names the fake driver, so a host read of fake device
 memory (mapped PROT_NONE) kills that child only and fails that one test.
 """
@@ -302,7 +302,7 @@ class TorchPinnedProducer:
 
 
 def pinned_reported_as_cpu_by_its_capsule_is_waited_for():
-    # The real-GPU run of tests/test_cuda_gpu.py caught this: a pinned torch
+    # The real-GPU run of tests/cuda/test_cuda_gpu.py caught this: a pinned torch
     # tensor filled by a non-blocking copy was read before the copy ended,
     # because its capsule calls the memory CPU.
     f = fake()
