@@ -12,7 +12,7 @@ lie inside the backing buffer must equal NumPy's reading of them.  A crash
 (segfault, abort) is a finding by itself.
 
 Usage (docs/reliability.md):
-    PYTHONPATH=<build>:tests python fuzz/atheris_entry.py -max_total_time=60 \
+    PYTHONPATH=<build>:tests/helpers python fuzz/atheris_entry.py -max_total_time=60 \
         -atheris_runs=0 fuzz/corpus/atheris
 """
 
