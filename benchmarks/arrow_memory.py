@@ -5,7 +5,7 @@ size, the tracemalloc peak and the growth of the resident set (peak RSS, Linux's
 VmHWM after a reset, minus RSS before) while the route runs on float64 data
 made beforehand.  A zero-copy route grows neither with the size: the figures
 for 256 MiB and 1 GiB should be the same few pages.
-tests/test_arrow_memory.py runs :func:`measure` in a child process and bounds
+tests/arrow/test_arrow_memory.py runs :func:`measure` in a child process and bounds
 the figures; this script reports them (docs/arrow.md).
 """
 

@@ -4,7 +4,7 @@ The issue's B11 compares ``DLPackArray.__dlpack__(stream=S)`` for data ready
 on another stream with ``torch.Tensor.__dlpack__(stream=S)`` on a GPU (target
 <= 0.5x) and device-to-host copy bandwidth with ``tensor.cpu()`` (target
 >= 0.9x).  No GPU was available when this was written: these cases load the
-fake driver of tests/fake_cuda (compiled on the fly; DLPACKARRAY_CUDA_DRIVER)
+fake driver of tests/helpers/fake_cuda (compiled on the fly; DLPACKARRAY_CUDA_DRIVER)
 and measure dlpackarray's own overhead around the driver calls only -- the
 fake calls cost next to nothing, a real driver's do not.  docs/cuda.md gives
 the GPU procedure (benchmarks/gpu_b11.py).
@@ -19,13 +19,13 @@ import tempfile
 
 from benchmarks.harness import Case, Contender
 
-_TESTS = pathlib.Path(__file__).resolve().parent.parent / "tests"
+_HELPERS = pathlib.Path(__file__).resolve().parent.parent / "tests" / "helpers"
 _FAKE = {}
 
 
 def _fake_driver():
     if "lib" not in _FAKE:
-        sys.path.insert(0, str(_TESTS))
+        sys.path.insert(0, str(_HELPERS))
         import fake_cuda
 
         path = fake_cuda.build(tempfile.mkdtemp(prefix="dla-fake-cuda-"))

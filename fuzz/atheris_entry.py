@@ -2,7 +2,7 @@
 
 Each input is decoded into one of: an ``__array_interface__`` dict over a
 real bytearray (known length), forged DLTensor fields in a ctypes capsule
-(see tests/dlpack_ctypes.py), a capsule with an arbitrary name, or a buffer
+(see tests/helpers/dlpack_ctypes.py), a capsule with an arbitrary name, or a buffer
 typed by ``from_buffer``; every accepted array is then cut with fuzzed
 index/reshape/transpose/view operations and copied.
 
@@ -12,7 +12,7 @@ lie inside the backing buffer must equal NumPy's reading of them.  A crash
 (segfault, abort) is a finding by itself.
 
 Usage (docs/reliability.md):
-    PYTHONPATH=<build>:tests python fuzz/atheris_entry.py -max_total_time=60 \
+    PYTHONPATH=<build>:tests/helpers python fuzz/atheris_entry.py -max_total_time=60 \
         -atheris_runs=0 fuzz/corpus/atheris
 """
 
@@ -24,7 +24,9 @@ import sys
 
 import atheris
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "helpers")
+)
 
 import numpy as np
 

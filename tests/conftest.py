@@ -12,6 +12,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from pathlib import Path
+
+# Test modules import shared code (ctypes mirrors, fakes, corpora, strategies)
+# by its module name from helpers/, the one folder of importable test code.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 # jax truncates 64-bit types to 32 bits unless x64 is enabled before import;
 # the round-trip tests need every dtype to survive bit for bit.

@@ -28,9 +28,9 @@ $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade
 export PYTHONPATH=/tmp/site
 $py -c 'import dlpackarray; print("dlpackarray", dlpackarray.__version__)' | tee -a "$out/machine.txt"
 
-step "tests/test_cuda_gpu.py"
+step "tests/cuda/test_cuda_gpu.py"
 JAX_PLATFORMS=cuda,cpu timeout 240 $py -m pytest -p no:cacheprovider -v -rs \
-    tests/test_cuda_gpu.py 2>&1 | tee "$out/test_cuda_gpu.log" | tail -60
+    tests/cuda/test_cuda_gpu.py 2>&1 | tee "$out/test_cuda_gpu.log" | tail -60
 
 step "torch pinned memory and stream values, each in a fresh process"
 $py - <<'EOF2' 2>&1 | tee "$out/facts.txt"
@@ -60,9 +60,9 @@ step "B11"
 timeout 120 $py -m benchmarks.gpu_b11 --out "$out/b11.md" 2>&1 | tail -20
 
 step "the CUDA-adjacent test files (fake driver beside a real one)"
-timeout 60 $py -m pytest -p no:cacheprovider -q -rs -n 8 tests/test_cuda_fake.py tests/test_cuda_streams.py \
-    tests/test_cuda_abi.py tests/test_cuda_driver_layer.py tests/test_fake_cuda_model.py \
-    tests/test_arrow_cuda.py tests/test_pickle_cuda.py 2>&1 | tee "$out/test_cuda_fake.log" | tail -15
+timeout 60 $py -m pytest -p no:cacheprovider -q -rs -n 8 tests/cuda/test_cuda_fake.py tests/cuda/test_cuda_streams.py \
+    tests/cuda/test_cuda_abi.py tests/cuda/test_cuda_driver_layer.py tests/cuda/test_fake_cuda_model.py \
+    tests/arrow/test_arrow_cuda.py tests/cuda/test_pickle_cuda.py 2>&1 | tee "$out/test_cuda_fake.log" | tail -15
 
 step "the whole suite, 14 workers (this image's numpy/torch/jax versions)"
 timeout 150 $py -m pytest -p no:cacheprovider -q -rs -n 14 tests 2>&1 | tee "$out/suite.log" | tail -40

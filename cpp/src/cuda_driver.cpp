@@ -105,7 +105,7 @@ void load_locked() {
   }
   // Once per process.  A function-local static, not std::call_once: that
   // calls pthread_once, which is versioned GLIBC_2.34 on newer glibc and
-  // would lift the wheel's manylinux tag (tests/test_glibc_versions.py).
+  // would lift the wheel's manylinux tag (tests/packaging/test_glibc_versions.py).
   static const bool fork_handlers_installed =
       pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
   (void)fork_handlers_installed;

@@ -37,7 +37,7 @@ inline bool holds_gil() noexcept {
   // for this thread.  Only the two pointers are compared: a thread without the
   // GIL must never read through `current`, which belongs to whichever thread
   // holds the GIL and is freed when that thread's PyGILState_Release drops its
-  // last hold (tests/test_soak.py, run under ASan, races exactly that).
+  // last hold (tests/lifetime/test_soak.py, run under ASan, races exactly that).
   PyThreadState* current = _PyThreadState_UncheckedGet();
   return current != nullptr && current == PyGILState_GetThisThreadState();
 #endif

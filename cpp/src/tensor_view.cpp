@@ -128,7 +128,7 @@ Extent validate(const TensorView& v) {
   if (v.ndim == 1) {
     // One dimension (every Arrow column, most imports): the loops below
     // with their one pass written out, the same checks in the same order
-    // (tests/test_extent_arithmetic.py holds both to one model).
+    // (tests/array/test_extent_arithmetic.py holds both to one model).
     const int64_t n = v.shape[0];
     if (n < 0) fail_negative_extent(0, n);
     e.size = n;
@@ -292,7 +292,7 @@ void measure_buffer_layout(const TensorView& v, int64_t* byte_strides, BufferLay
   if (v.ndim == 1) {
     // One dimension (every Arrow column, most arrays read once): the
     // functions below with their one pass written out, the same answers
-    // (tests/test_buffer_layout.py holds both to NumPy's own buffer export).
+    // (tests/buffer/test_buffer_layout.py holds both to NumPy's own buffer export).
     const int64_t n = v.shape[0];
     const bool dense = n == 0 || n == 1 || v.strides[0] == 1;
     out->c_contiguous = dense;

@@ -1,6 +1,6 @@
 """Typed hand-offs: a DLPackArray passed to NumPy, Polars and the buffer protocol.
 
-tests/test_typing_examples.py type-checks this file (mypy --strict and pyright strict,
+tests/docs/test_typing_examples.py type-checks this file (mypy --strict and pyright strict,
 Python 3.10 and 3.13) and runs it.  Polars is optional here; NumPy is required.
 """
 

@@ -1,4 +1,5 @@
-# Hand-written stub for the package; tests/test_stubs.py keeps it in sync with the runtime.
+# Hand-written stub for the package; tests/packaging/test_stubs.py keeps it in sync with the
+# runtime.
 from typing_extensions import CapsuleType
 
 from dlpackarray._array import DLPackArray as DLPackArray

@@ -1,4 +1,4 @@
-# Stub for the Cython module dlpackarray._array (see tests/test_stubs.py).
+# Stub for the Cython module dlpackarray._array (see tests/packaging/test_stubs.py).
 from types import EllipsisType
 from typing import Any, ClassVar, Literal, Protocol, SupportsIndex, TypeAlias
 

@@ -205,7 +205,7 @@ cdef int arrow_methods(type t) noexcept:
 
 
 # pyarrow's array classes whose own __dlpack__ agrees with the Arrow
-# definition, checked route against route by tests/test_arrow_differential.py.
+# definition, checked route against route by tests/arrow/test_arrow_differential.py.
 cdef tuple _PYARROW_DLPACK_TRUSTED = ("IntegerArray", "FloatingPointArray")
 
 cdef extern from *:

@@ -1,4 +1,4 @@
-# Stub for the Cython module dlpackarray._buffer (see tests/test_stubs.py).
+# Stub for the Cython module dlpackarray._buffer (see tests/packaging/test_stubs.py).
 from typing_extensions import disjoint_base
 
 @disjoint_base

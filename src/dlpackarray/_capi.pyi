@@ -1,4 +1,4 @@
-# Stub for the Cython module dlpackarray._capi (see tests/test_stubs.py).
+# Stub for the Cython module dlpackarray._capi (see tests/packaging/test_stubs.py).
 # The C API table and the exchange API are C-level; these are their handles.
 from typing_extensions import CapsuleType
 

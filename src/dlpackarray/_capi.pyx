@@ -413,7 +413,7 @@ cdef object _c_to_capsule_checked(PyObject* array, int versioned):
     return _c_to_capsule(array, versioned)
 
 
-# Layout of DLPackArray_CAPI in dlpackarray.h (tests/test_c_api_downstream.py
+# Layout of DLPackArray_CAPI in dlpackarray.h (tests/capi/test_c_api_downstream.py
 # calls every member through the header).
 ctypedef struct CAPITable:
     uint32_t major

@@ -1,4 +1,4 @@
-# Stub for the Cython module dlpackarray._common (see tests/test_stubs.py).
+# Stub for the Cython module dlpackarray._common (see tests/packaging/test_stubs.py).
 import builtins
 from typing import Protocol, TypeAlias, final
 

@@ -83,7 +83,7 @@ cdef inline object _ndarray_type():
 # ndarray.__dlpack__ exports as is takes this path -- a built-in numeric dtype
 # in native byte order, aligned, every stride a multiple of the item size --
 # and the result is the view the __dlpack__ route gives (the differential test
-# tests/test_ndarray_fast_path.py checks every field); anything else, and any
+# tests/imports/test_ndarray_fast_path.py checks every field); anything else, and any
 # copy/device request, takes the documented route.
 cdef extern from *:
     """

@@ -1,7 +1,7 @@
 # cython: language_level=3
 # The one internal boundary between the package's Cython modules: a module
 # cimports what it uses of another module from here, and from nowhere else
-# (tests/test_module_boundary.py enforces it).  Each name stays declared in the
+# (tests/capi/test_module_boundary.py enforces it).  Each name stays declared in the
 # .pxd of the module that implements it (Cython exports a cdef function or
 # class only from its own module, and calls it directly through the pointer
 # imported at module load: no extra indirection); this file lists, per owner,

@@ -1,4 +1,4 @@
-# Stub for the Cython module dlpackarray._pickle (see tests/test_stubs.py).
+# Stub for the Cython module dlpackarray._pickle (see tests/packaging/test_stubs.py).
 from typing import Any
 
 from dlpackarray._array import DLPackArray

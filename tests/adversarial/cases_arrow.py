@@ -1,5 +1,5 @@
 """Malformed Arrow C structs and misused Arrow stream protocols, built field by
-field with ctypes (tests/arrow_forge.py), on the four Arrow import paths:
+field with ctypes (tests/helpers/arrow_forge.py), on the four Arrow import paths:
 ``__arrow_c_array__``, ``__arrow_c_device_array__`` (CPU),
 ``__arrow_c_stream__`` and ``__arrow_c_device_stream__``.
 

@@ -411,7 +411,7 @@ _SUPPORTED = {
 }
 
 
-# Every unsupported-dtype message ends by listing what is supported (issue 7, item 9).
+# Every unsupported-dtype message ends by listing what is supported.
 SUPPORTED_LIST = (
     r"; supported dtypes are bool, int8, .*float64, bfloat16, complex64, complex128, "
     r"float8_\w+.*\(one lane, whole bytes, native byte order\)"

@@ -109,7 +109,7 @@ def cases():
             rf"names a {bits}-bit [a-z -]+ type, a width dlpackarray does not exchange; "
             "supported dtypes are ",
         )
-    # Well-formed kinds DLPack has no type for: BufferError naming the kind (issue 7, item 9).
+    # Well-formed kinds DLPack has no type for: BufferError naming the kind.
     for t, what in (
         ("<m8", "timedelta64"),
         ("<M8", "datetime64"),

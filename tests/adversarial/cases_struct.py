@@ -70,7 +70,7 @@ def cases():
             ValueError,
             rf"itemsize {itemsize}; it must be positive",
         )
-    # NumPy kinds DLPack has no type for: BufferError naming the kind (issue 7, item 9).
+    # NumPy kinds DLPack has no type for: BufferError naming the kind.
     for kind, what in zip(
         b"OSUVMma",
         ("Python object", "bytes", "str", "void/structured", "datetime64", "timedelta64", "bytes"),

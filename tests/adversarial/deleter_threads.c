@@ -1,7 +1,7 @@
 /* Calls DLPack deleters (and Arrow release callbacks) the way foreign C code
  * does: from threads that are not Python threads and do not hold the GIL,
  * racing interpreter shutdown, or while a Python exception is set.  Used by
- * tests/test_soak.py; built by tests/adversarial/build_ext.py.
+ * tests/lifetime/test_soak.py; built by tests/adversarial/build_ext.py.
  *
  * The managed tensors are passed as integer addresses of
  * DLManagedTensorVersioned structs (taken out of their capsules by the

@@ -42,7 +42,7 @@ def _params():
 
 def test_corpus_size():
     assert len(CASES) >= 500
-    # Issue 17: at least 1,000 malformed Arrow structs and protocol misuses.
+    # The Arrow importer is held to at least 1,000 malformed structs and protocol misuses.
     assert sum(case_id.startswith("arrow/") for case_id in CASES) >= 1000
 
 

@@ -1,7 +1,7 @@
 // The CUDA driver, loaded lazily with dlopen: dlpackarray links no CUDA
 // library, so it installs and imports where there is no CUDA at all.  The
 // handful of driver types used is declared here (checked against the
-// Toolkit's cuda.h by tests/abi/cuda_abi_check.cpp when cuda.h exists).
+// Toolkit's cuda.h by tests/helpers/abi/cuda_abi_check.cpp when cuda.h exists).
 #pragma once
 
 #include <cstddef>

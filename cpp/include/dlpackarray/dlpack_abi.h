@@ -5,7 +5,7 @@
  *
  * When an official dlpack.h was included before this header, its
  * declarations are used (DLPACK_DLPACK_H_ is its include guard).  Otherwise
- * the ABI is declared here, field for field the same layout (tests/abi checks
+ * the ABI is declared here, field for field the same layout (tests/helpers/abi checks
  * it against an official header), and the guard is defined so that an
  * official dlpack.h included afterwards adds nothing conflicting. */
 #ifndef DLPACKARRAY_DLPACK_ABI_H_

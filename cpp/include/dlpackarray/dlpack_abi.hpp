@@ -1,6 +1,6 @@
 // The C++ view of the DLPack 1.3 ABI.  The structs and enums are the public C
 // declarations of dlpackarray/dlpack_abi.h (the one declaration of the ABI,
-// checked against an official dlpack.h by tests/abi); this header only makes
+// checked against an official dlpack.h by tests/helpers/abi); this header only makes
 // them visible as dla:: names and adds the constants the core spells in C++
 // (versions, flags, capsule names).  Like nanoarrow.hpp over nanoarrow.h, it
 // declares no layout of its own.

@@ -1,6 +1,6 @@
 # The body of the two Cython examples: consumer_c.pyx (compiled as C) and
 # consumer_cpp.pyx (compiled as C++) include it.  Every function of the C API
-# is used; tests/test_c_api_downstream.py builds both and calls each function.
+# is used; tests/capi/test_c_api_downstream.py builds both and calls each function.
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer, Py_buffer
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF

@@ -2,7 +2,7 @@
 // no Cython, no dlpackarray C++ headers, nothing linked.  It produces tensors
 // for dlpackarray (a managed tensor with a counting deleter) and consumes
 // DLPackArrays (borrowing their DLTensor).  Built and exercised by
-// tests/test_c_api_downstream.py.
+// tests/capi/test_c_api_downstream.py.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

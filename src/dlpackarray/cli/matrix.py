@@ -192,7 +192,7 @@ def run_cell(producer_name: str, consumer_name: str, case_name: str, stage=lambd
     out["unstable"] = src is None and ref.size > 0 and consumer_name == "jax"
     stage("consume")
     if os.environ.get("DLPACKARRAY_MATRIX_ABORT_CASE") == case_name:
-        os.abort()  # test hook: tests/test_cli.py::test_a_crash_costs_one_cell
+        os.abort()  # test hook: tests/cli/test_cli.py::test_a_crash_costs_one_cell
     try:
         result, addr, as_numpy = consumer.consume(a)
     except Exception as exc:
@@ -550,7 +550,7 @@ def _versions() -> dict:
 # -- rendering -------------------------------------------------------------------------------
 
 # Words and glyphs the documentation site's fonts have: an emoji renders as an empty box
-# where no emoji font is installed (tests/test_docs_glyphs.py).
+# where no emoji font is installed (tests/docs/test_docs_glyphs.py).
 _SYMBOL = {ZERO_COPY: "✓", COPIED: "C", REFUSED: "✗", CRASHED: "CRASH", WRONG: "!"}
 _FAULTY = "FAIL"  # a summary cell's mark: one of its cells crashed or gave a wrong result
 
