@@ -293,7 +293,36 @@ cdef object _state_of(DLPackArray a):
     getstate = getattr(a, "__getstate__", None)
     if getstate is not None:
         return getstate()
-    return getattr(a, "__dict__", None) or None
+    # Python 3.10: what object.__getstate__ gives from 3.11 on, the ``__dict__``
+    # and, where the class declares __slots__, a dict of the slots that are set.
+    d = getattr(a, "__dict__", None) or None
+    slots = {}
+    for name in _slot_names(type(a)):
+        try:
+            slots[name] = getattr(a, name)
+        except AttributeError:
+            pass
+    return (d, slots) if slots else d
+
+
+cdef list _slot_names(type cls):
+    """The attribute names of every ``__slots__`` entry along ``cls``'s MRO,
+    private names mangled as the class that declared them sees them."""
+    names = []
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__slots__")
+        if declared is None:
+            continue
+        if isinstance(declared, str):
+            declared = (declared,)
+        for name in declared:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{klass.__name__.lstrip('_')}{name}"
+            if name not in names:
+                names.append(name)
+    return names
 
 
 cdef int _set_state(DLPackArray y, object state) except -1:

@@ -228,7 +228,7 @@ def test_isolate_background_process_does_not_hold_the_check(tmp_path):
     pidfile = tmp_path / "pid"
     expr = (
         f"open({str(pidfile)!r}, 'w').write(str(__import__('subprocess').Popen("
-        "['sleep', '300']).pid)) and np.arange(3.0)"
+        "['sleep', '300']).pid)) and __import__('dlpackarray').DLPackArray(np.arange(3.0))"
     )
     code = (
         "import json, time\n"
