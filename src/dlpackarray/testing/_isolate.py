@@ -93,7 +93,7 @@ def _run(cmd, timeout: float) -> tuple[subprocess.CompletedProcess, str | None]:
                     child.wait(timeout=REAP_TIMEOUT)
                 except subprocess.TimeoutExpired:
                     pass
-        texts = {}
+        texts: dict[str, str | None] = {}
         for key, path in paths.items():
             try:
                 with open(path, "rb") as f:
@@ -194,7 +194,7 @@ def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
             parsed = parse(written) if written else None
         except (ValueError, KeyError, TypeError) as exc:
             parsed = None
-            unreadable = f"{type(exc).__name__}: {exc}; it starts {written[:200]!r}"
+            unreadable = f"{type(exc).__name__}: {exc}; it starts {(written or '')[:200]!r}"
         if proc.returncode in (0, 1) and parsed is not None:
             break
         if proc.returncode == 0 or (proc.returncode == 1 and unreadable is not None):

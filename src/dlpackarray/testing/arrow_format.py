@@ -176,14 +176,13 @@ def stream_schema_and_chunk(address: int, device: bool):
     if not (s.release and s.get_schema and s.get_next):
         return None, None, lambda: None
     call = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-    schema = _abi.ArrowSchema()
-    if call(s.get_schema)(address, ctypes.addressof(schema)) != 0 or not schema.release:
-        schema = None
-    chunk = _abi.ArrowDeviceArray() if device else _abi.ArrowArray()
-    if call(s.get_next)(address, ctypes.addressof(chunk)) != 0:
-        chunk = None
-    elif not (chunk.array if device else chunk).release:
-        chunk = None
+    got_schema = _abi.ArrowSchema()
+    schema_ok = call(s.get_schema)(address, ctypes.addressof(got_schema)) == 0
+    schema = got_schema if schema_ok and got_schema.release else None
+    got_chunk = _abi.ArrowDeviceArray() if device else _abi.ArrowArray()
+    chunk_ok = call(s.get_next)(address, ctypes.addressof(got_chunk)) == 0
+    inner = got_chunk.array if isinstance(got_chunk, _abi.ArrowDeviceArray) else got_chunk
+    chunk = got_chunk if chunk_ok and inner.release else None
 
     def release():
         if schema is not None and schema.release:
