@@ -8,11 +8,10 @@ suggested only where a CUDA driver is present.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import textwrap
 
 import pytest
+from hidden_modules import run_dlpackarray
 
 from dlpackarray.cli import inspect as _inspect
 from dlpackarray.cli import packages, selfcheck
@@ -23,41 +22,7 @@ MISSING_DRIVER = os.path.join(os.sep, "nonexistent-dlpackarray-test", "libcuda.s
 
 def run_module(*args: str, hide: tuple[str, ...] = (), env: dict | None = None, tmp=None):
     """``python -m dlpackarray ARGS`` in a child whose import system cannot see ``hide``."""
-    child_env = dict(os.environ)
-    path = [p for p in sys.path if p]
-    if hide:
-        # A finder ahead of the others that reports the hidden modules missing, and
-        # find_spec answering None for them: an environment where they are not installed.
-        (tmp / "sitecustomize.py").write_text(
-            textwrap.dedent(
-                f"""
-                import importlib.util, sys
-                HIDDEN = {hide!r}
-                class Hide:
-                    def find_spec(self, name, path=None, target=None):
-                        if name.split(".")[0] in HIDDEN:
-                            raise ModuleNotFoundError(name)
-                        return None
-                sys.meta_path.insert(0, Hide())
-                _orig = importlib.util.find_spec
-                def find_spec(name, package=None):
-                    if name.split(".")[0] in HIDDEN:
-                        return None
-                    return _orig(name, package)
-                importlib.util.find_spec = find_spec
-                """
-            )
-        )
-        path.insert(0, str(tmp))
-    child_env["PYTHONPATH"] = os.pathsep.join(path)
-    child_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "dlpackarray", *args],
-        capture_output=True,
-        text=True,
-        env=child_env,
-        timeout=600,
-    )
+    return run_dlpackarray(*args, hide=hide, env=env, tmp=tmp)
 
 
 # Import names whose distribution is named differently, as PyPI spells them.

@@ -7,12 +7,8 @@ that is not installed reads "not installed" with its PyPI name, not a row of zer
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-
 from conftest import require
+from hidden_modules import run_dlpackarray
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,41 +16,9 @@ from dlpackarray.cli import matrix as _matrix
 
 
 def run_matrix(*args: str, env: dict | None = None, hide: tuple[str, ...] = (), tmp=None):
-    child_env = dict(os.environ)
-    path = [p for p in sys.path if p]
-    if hide:
-        # The hidden modules look uninstalled to this process and to its matrix workers
-        # (they inherit PYTHONPATH, so this sitecustomize too).
-        (tmp / "sitecustomize.py").write_text(
-            textwrap.dedent(
-                f"""
-                import importlib.util, sys
-                HIDDEN = {hide!r}
-                class Hide:
-                    def find_spec(self, name, path=None, target=None):
-                        if name.split(".")[0] in HIDDEN:
-                            raise ModuleNotFoundError(name)
-                        return None
-                sys.meta_path.insert(0, Hide())
-                _orig = importlib.util.find_spec
-                def find_spec(name, package=None):
-                    if name.split(".")[0] in HIDDEN:
-                        return None
-                    return _orig(name, package)
-                importlib.util.find_spec = find_spec
-                """
-            )
-        )
-        path.insert(0, str(tmp))
-    child_env["PYTHONPATH"] = os.pathsep.join(path)
-    child_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "dlpackarray", "matrix", *args],
-        capture_output=True,
-        text=True,
-        env=child_env,
-        timeout=600,
-    )
+    """``python -m dlpackarray matrix ARGS``; the hidden modules look uninstalled to the
+    command and to its matrix workers (they inherit its PYTHONPATH)."""
+    return run_dlpackarray("matrix", *args, hide=hide, env=env, tmp=tmp)
 
 
 def _cell(status, consumer, producer, case, reason, see=""):
