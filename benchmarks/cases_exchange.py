@@ -390,7 +390,7 @@ def cases() -> list[Case]:
                 Contender(
                     "torch.from_dlpack(np.frombuffer)",
                     "torch.from_dlpack(np.frombuffer(m, dtype=np.float64))",
-                    "the same DLPack consumer, producer numpy: issue 8's B4 anchor",
+                    "the same DLPack consumer, producer numpy: B4's anchor",
                 ),
                 Contender("pydlpack", "torch.from_dlpack(dlpack.asdlpack(m))"),
                 Contender(

@@ -7,7 +7,7 @@ the address range.  The model below computes the same quantities with
 Python's unbounded integers; the verdict (accepted, OverflowError, ValueError
 for a NULL address) must agree for shapes, strides, offsets and addresses
 drawn from the int64 and address-space edges.  Under the UBSan build
-(.ci/run) an intermediate that overflows is a report even where the verdict
+(.ci/reliability) an intermediate that overflows is a report even where the verdict
 happens to come out right: the fuzzer found ``-lo`` negated in int64 for
 lo == INT64_MIN.
 """

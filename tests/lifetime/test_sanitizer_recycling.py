@@ -5,7 +5,7 @@ for the next export.  In the sanitizer build both are off, so a lifetime bug -- 
 run twice, a consumer reading a tensor after deleting it, our own code releasing a block
 twice -- reaches the allocator and is reported, instead of parking one block twice in the
 pool and handing it to two later exports.  These tests run in CI's ASan+UBSan step
-(``DLPACKARRAY_SANITIZED=1``, .ci/run) and are skipped elsewhere, where a double free is
+(``DLPACKARRAY_SANITIZED=1``, .ci/reliability) and are skipped elsewhere, where a double free is
 undefined behaviour rather than a report.  Each misuse runs in a child process with the
 report on its stderr (not in CI's report folder, which fails the run).
 """
@@ -24,7 +24,7 @@ from dlpackarray import DLPackArray
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("DLPACKARRAY_SANITIZED"),
-    reason="needs the ASan build (DLPACKARRAY_SANITIZED=1, as in .ci/run)",
+    reason="needs the ASan build (DLPACKARRAY_SANITIZED=1, as in .ci/reliability)",
 )
 
 _CHILD = textwrap.dedent(
