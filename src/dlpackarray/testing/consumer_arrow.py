@@ -1,0 +1,5 @@
+RULES = {}
+
+
+def check(consume, rec):
+    pass
