@@ -188,6 +188,9 @@ class Refusal:
         self.kind = type(exc)
         self.name = type(exc).__name__
         self.text = str(exc)
+        #: False for a BaseException that is not an Exception (a Rust panic, SystemExit):
+        #: ``except Exception`` in the caller does not catch it.
+        self.is_exception = isinstance(exc, Exception)
 
     def __str__(self) -> str:
         return self.text
@@ -200,10 +203,30 @@ def _consume(consume, producer, what: str, **kw):
     """``(result, None)`` or ``(None, Refusal)``."""
     args = "".join(f", {k}={v!r}" for k, v in kw.items())
     report.note(None, None, f"consume(<producer of {what}>{args})")
+    return call(consume, producer, **kw)
+
+
+def call(consume, *args, **kw):
+    """``(consume(*args, **kw), None)`` or ``(None, Refusal)``; the user's Ctrl-C
+    (KeyboardInterrupt) goes through."""
     try:
-        return consume(producer, **kw), None
-    except Exception as exc:  # noqa: BLE001 - the exception is the observation
+        return consume(*args, **kw), None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the exception is the observation
         return None, Refusal(exc)
+
+
+def refusal_problem(exc) -> str | None:
+    """Why a refusal is not a clear one (None when it is)."""
+    if not exc.is_exception:
+        return (
+            f"refused with {exc!r}, a BaseException that is not an Exception: "
+            "`except Exception` does not catch it"
+        )
+    if not str(exc):
+        return f"refused without a message ({exc!r})"
+    return None
 
 
 def _describe(exc) -> str:
@@ -293,8 +316,8 @@ def _refusals(rec, consume, versioned_asked: bool) -> None:
                     f"re-exports (dtype, device, shape) {kept}, not {want}",
                 )
             del result
-        elif not str(exc):
-            rec.fail(rule, f"a tensor of {what} was refused without a message ({exc!r})")
+        elif refusal_problem(exc):
+            rec.fail(rule, f"a tensor of {what}: {refusal_problem(exc)}")
         else:
             rec.ok(rule, _describe(exc))
         gc.collect()
