@@ -93,6 +93,11 @@ cdef inline void _tally(void* block) noexcept nogil:
         memset(<void*><uintptr_t>t[1], _POISON, <size_t>t[2])
 
 
+cdef inline void _count_late(void* block) noexcept nogil:
+    if block != NULL:
+        (<int64_t*>block)[0] += 1
+
+
 cdef void _deleter_versioned(DLManagedTensorVersioned* self) noexcept nogil:
     if self != NULL:
         _tally(self.manager_ctx)
@@ -106,7 +111,10 @@ cdef void _deleter_legacy(DLManagedTensor* self) noexcept nogil:
 cdef void _schema_release(ArrowSchema* s) noexcept nogil:
     # Arrow C data interface, release callback: release the children, then mark released.
     cdef int64_t i
-    if s == NULL or s.release == NULL:
+    if s == NULL:
+        return
+    if s.release == NULL:
+        _count_late(s.private_data)  # a release of a released struct: counted, nothing done
         return
     for i in range(s.n_children):
         if s.children[i] != NULL and s.children[i].release != NULL:
@@ -117,7 +125,10 @@ cdef void _schema_release(ArrowSchema* s) noexcept nogil:
 
 cdef void _array_release(ArrowArray* a) noexcept nogil:
     cdef int64_t i
-    if a == NULL or a.release == NULL:
+    if a == NULL:
+        return
+    if a.release == NULL:
+        _count_late(a.private_data)
         return
     for i in range(a.n_children):
         if a.children[i] != NULL and a.children[i].release != NULL:
@@ -152,7 +163,10 @@ cdef const char* _stream_last_error(ArrowArrayStream* s) noexcept nogil:
 
 
 cdef void _stream_release(ArrowArrayStream* s) noexcept nogil:
-    if s == NULL or s.release == NULL:
+    if s == NULL:
+        return
+    if s.release == NULL:
+        _count_late(s.private_data)
         return
     _tally(s.private_data)
     s.release = NULL

@@ -348,6 +348,10 @@ def check(consume, rec: Recorder) -> None:
             rec.na(rule_id, why)
         return
     _values(rec, "consumer.dlpack.values", result, base, "float32 (6,)")
+    try:
+        first = read(result)
+    except Exception:  # noqa: BLE001 - consumer.dlpack.values reported it
+        first = None
     calls = producer.dlpack_calls()
     names = [name for name, _ in producer.calls]
     first = names.index("__dlpack__") if "__dlpack__" in names else len(names)
@@ -377,13 +381,18 @@ def check(consume, rec: Recorder) -> None:
             e.capsule = None
         gc.collect()
         calls_now = sum(e.tally.calls for e in exports)
-        _values(
-            rec,
-            "consumer.dlpack.keeps-alive",
-            result,
-            base,
-            f"after the producer and its capsule were dropped (deleter calls: {calls_now})",
-        )
+        try:
+            later = read(result)
+        except Exception as e:  # noqa: BLE001 - an unreadable result fails the rule
+            rec.fail("consumer.dlpack.keeps-alive", f"reading the result raised {_describe(e)}")
+        else:
+            rec.check(
+                "consumer.dlpack.keeps-alive",
+                first is None or later.values == first.values,
+                f"after the producer and its capsule were dropped (deleter calls: "
+                f"{calls_now}) the result holds {later.values[:8]}, it held "
+                f"{first.values[:8] if first else None}",
+            )
     del result
     gc.collect()
     if rec.probe("consumer.dlpack.deleter-once", "dropping the result"):
