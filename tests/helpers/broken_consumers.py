@@ -15,8 +15,6 @@ import weakref
 from dlpackarray.testing import _abi
 
 _FORMATS = {(0, 64): "<i8", (0, 32): "<i4", (1, 8): "|u1", (2, 32): "<f4", (2, 64): "<f8"}
-_USED = {name: ctypes.create_string_buffer(b"used_" + name.encode()) for name in
-         ("dltensor", "dltensor_versioned")}
 
 
 class View:
@@ -118,7 +116,7 @@ class DLPackConsumer:
             shape = [shape[0] - 1]
         if f.get("no_rename"):
             # Copies the elements and leaves the capsule to free the tensor.
-            span = sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+            span = sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + itemsize
             if any(n == 0 for n in shape):
                 span = 0
             copy = ctypes.create_string_buffer(ctypes.string_at(address, span), max(span, 1))
@@ -217,13 +215,17 @@ class ArrowConsumer:
         schema, array = _abi.ArrowSchema(), _abi.ArrowArray()
         if f.get("in_place"):
             # Reads the capsule's structs where they are, without taking them over.
+            if src_schema.format != b"l" or src_array.n_buffers != 2:
+                raise ValueError("not an int64 array with its 2 buffers")
             return ArrowView(src_schema, src_array, 0)
-        ctypes.memmove(ctypes.addressof(schema), ctypes.addressof(src_schema), ctypes.sizeof(schema))
+        ctypes.memmove(
+            ctypes.addressof(schema), ctypes.addressof(src_schema), ctypes.sizeof(schema)
+        )
         src_schema.release = None
         ctypes.memmove(ctypes.addressof(array), ctypes.addressof(src_array), ctypes.sizeof(array))
         if src_array.release:
             src_array.release = None
-        view = ArrowView(schema, array, 2 if f.get("release_twice") else 1)
+        view = ArrowView(schema, array)
         if f.get("any_format"):
             schema.format = b"l"  # whatever the format says, read as int64
         if schema.format != b"l":
@@ -242,6 +244,8 @@ class ArrowConsumer:
             array.buffers = ctypes.cast(keep, ctypes.POINTER(ctypes.c_void_p))
         if f.get("wrong_values") and array.offset == 0 and array.null_count == 0:
             array.length -= 1
+        if f.get("release_twice"):
+            view._calls = 2
         return view
 
 

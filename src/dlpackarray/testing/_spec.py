@@ -23,8 +23,7 @@ _API_DEVICE = (
     "array_api.array.__dlpack_device__.html"
 )
 _API_FROM_DLPACK = (
-    "https://data-apis.org/array-api/latest/API_specification/generated/"
-    "array_api.from_dlpack.html"
+    "https://data-apis.org/array-api/latest/API_specification/generated/array_api.from_dlpack.html"
 )
 _ARROW_C = "https://arrow.apache.org/docs/format/CDataInterface.html"
 _ARROW_CAPSULE = "https://arrow.apache.org/docs/format/CDataInterface/PyCapsuleInterface.html"

@@ -22,7 +22,9 @@ RELEASE = _spec.arrow_c(
 MOVING = _spec.arrow_c("Moving an array", "moving-an-array")
 LIFETIME = _spec.arrow_capsule("Lifetime of capsules", "lifetime-of-capsules")
 ARRAY = _spec.arrow_c("The ArrowArray structure", "the-arrowarray-structure")
-FORMAT = _spec.arrow_c("Data type description -- format strings", "data-type-description-format-strings")
+FORMAT = _spec.arrow_c(
+    "Data type description -- format strings", "data-type-description-format-strings"
+)
 STREAM = _spec.arrow_stream("The ArrowArrayStream structure", "the-arrowarraystream-structure")
 
 RULES = rule_table(
@@ -141,9 +143,7 @@ def check(consume, rec: Recorder) -> None:
         keep = producer
         del producer
         gc.collect()
-        _judge_values(
-            rec, "consumer.arrow.keeps-alive", result, first, "after the producer went"
-        )
+        _judge_values(rec, "consumer.arrow.keeps-alive", result, first, "after the producer went")
         producer = keep
     del result
     gc.collect()
@@ -175,7 +175,11 @@ def check(consume, rec: Recorder) -> None:
         if rec.probe("consumer.arrow.release-once", f"dropping the {what} result"):
             _judge_release(rec, producer, "consumer.arrow.release-once", what)
     faults = [
-        ("consumer.arrow.released-refused", column.with_(released=True), "an already released struct"),
+        (
+            "consumer.arrow.released-refused",
+            column.with_(released=True),
+            "an already released struct",
+        ),
         ("consumer.arrow.unknown-format", column.with_(fmt=b"?!"), "format '?!'"),
         ("consumer.arrow.bad-buffers", column.with_(n_buffers=1), "int64 with n_buffers 1"),
     ]
