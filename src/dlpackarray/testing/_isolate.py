@@ -219,7 +219,8 @@ def run_isolated(
         if family == "process":
             where = "after every probe had finished (at interpreter exit)"
         elif family in ("load", None):
-            where = f"while loading the producer ({action})"
+            subject = "consumer" if consumer else "producer"
+            where = f"while loading the {subject} ({action})"
         elif rule is not None:
             where = f"while probing rule {rule} ({action})"
         else:
