@@ -35,6 +35,7 @@ STUBS = {
     "dlpackarray._exchange": "_exchange.pyi",
     "dlpackarray._capi": "_capi.pyi",
     "dlpackarray._pickle": "_pickle.pyi",
+    "dlpackarray._crafted": "_crafted.pyi",
 }
 
 #: Members Cython generates on its own: object creation, pickling support, and the

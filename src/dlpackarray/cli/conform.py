@@ -13,6 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from dlpackarray.cli import conform_consumers as _consumers
+
 #: (library, distribution to detect, expression, what it shows)
 SUBJECTS = (
     (
@@ -150,7 +152,8 @@ NOTES: dict[tuple[str, str], str] = {
 }
 
 
-def render(doc: dict) -> str:
+def render(doc: dict, consumers: dict | None = None) -> str:
+    """conformance.md: the producers' reports, then the consumers' (when given)."""
     from dlpackarray.testing import RULES
 
     libs = list(doc)
@@ -209,10 +212,17 @@ def render(doc: dict) -> str:
         f"- {lib} {doc[lib].get('version') or ''}".rstrip() + f": `{doc[lib]['expression']}`"
         for lib in libs
     ]
+    if consumers is not None:
+        lines += _consumers.render(consumers)
     return "\n".join(lines) + "\n"
 
 
-def check(doc: dict, folder: str, not_compared: list[str] | None = None) -> list[str]:
+def check(
+    doc: dict,
+    folder: str,
+    not_compared: list[str] | None = None,
+    consumers: dict | None = None,
+) -> list[str]:
     """Differences between ``doc`` and DIR/conformance.json (statuses only).
 
     A library installed in another version than the page records is not
@@ -238,9 +248,17 @@ def check(doc: dict, folder: str, not_compared: list[str] | None = None) -> list
             was = old[lib]["results"].get(rule_id, ["absent"])[0]
             if was != status:
                 problems.append(f"{lib} {rule_id}: committed {was}, now {status}")
+    try:
+        old_consumers = _consumers.load(folder)
+    except OSError as exc:
+        return [*problems, str(exc)]
+    if consumers is not None:
+        problems += _consumers.differences(consumers, old_consumers, not_compared)
     with open(f"{folder}/conformance.md") as f:
-        if f.read() != render(old):
-            problems.append("conformance.md is not the rendering of conformance.json")
+        if f.read() != render(old, old_consumers):
+            problems.append(
+                f"conformance.md is not the rendering of conformance.json and {_consumers.FILE}"
+            )
     return problems
 
 
@@ -256,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(dlpackarray.testing); exit status 0 when conformant, 1 when not.",
     )
     parser.add_argument("expr", nargs="?", help="expression naming the object (like inspect)")
+    parser.add_argument(
+        "--consumer",
+        metavar="EXPR",
+        help="check a consumer instead: EXPR names a callable taking the producer "
+        "(torch.from_dlpack, 'lambda x: pa.array(x)')",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--protocols", help="comma-separated protocol families")
     parser.add_argument("--isolate", action="store_true", help="probe in a child interpreter")
@@ -268,15 +292,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write or args.check:
         doc = generate()
+        consumers = _consumers.generate()
         if args.write:
             with open(f"{args.write}/conformance.json", "w") as f:
                 json.dump(doc, f, indent=1, sort_keys=True)
                 f.write("\n")
+            _consumers.write(consumers, args.write)
+            sort = json.loads(json.dumps(doc, sort_keys=True))
             with open(f"{args.write}/conformance.md", "w") as f:
-                f.write(render(json.loads(json.dumps(doc, sort_keys=True))))
+                f.write(render(sort, _consumers.load(args.write)))
             return 0
         skipped: list[str] = []
-        problems = check(doc, args.check, skipped)
+        problems = check(doc, args.check, skipped, consumers)
         for p in problems:
             print(p, file=sys.stderr)
         for lib in skipped:
@@ -290,8 +317,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(f"{args.check}/conformance.md is up to date", file=sys.stderr)
         return 0
+    if args.consumer is not None:
+        if args.expr:
+            parser.error("give either EXPR or --consumer EXPR, not both")
+        return _consumer_main(args)
     if not args.expr:
-        parser.error("EXPR is required (or --write/--check DIR)")
+        parser.error("EXPR is required (or --consumer EXPR, or --write/--check DIR)")
     from dlpackarray.cli.inspect import load
     from dlpackarray.cli.matrix import _reason
     from dlpackarray.testing import _families, check_conformance
@@ -319,6 +350,63 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if not args.isolate:
         report = check_conformance(obj, protocols=protocols)
+    return _emit(report, args)
+
+
+def load_consumer(expr: str):
+    """The callable ``expr`` names.  The usual module names (``np``, ``pa``, ``pl`` ...) are
+    imported up front into the expression's globals: a lambda looks its names up there when
+    it is called, not in the mapping ``eval`` resolved the expression itself with."""
+    from dlpackarray.cli.inspect import _MODULES, _Namespace
+
+    code = compile(expr, "<EXPR>", "eval")
+    names: set[str] = set()
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    namespace = _Namespace()
+    env = {"__builtins__": __builtins__}
+    for name in sorted(names & set(_MODULES)):
+        env[name] = namespace[name]
+    return eval(code, env)  # noqa: S307
+
+
+def _consumer_main(args) -> int:
+    """``conform --consumer EXPR``: the same output and exit statuses as for a producer."""
+    from dlpackarray.cli.matrix import _reason
+    from dlpackarray.testing import consumer
+
+    expr = args.consumer
+    try:
+        names = consumer.families(args.protocols.split(",")) if args.protocols else None
+    except ValueError as exc:
+        print(f"--protocols: {exc}", file=sys.stderr)
+        return 2
+    if args.trace:
+        import faulthandler
+
+        from dlpackarray.testing import report as _report
+
+        faulthandler.enable(all_threads=False)
+        _report.TRACE = sys.stderr
+        _report.note("load", None, f"evaluating {expr}")
+        skip = [t for t in args.skip.split(",") if t]
+        return _emit(consumer.check(load_consumer(expr), names, skip, subject=expr), args)
+    try:
+        if args.isolate:
+            compile(expr, "<EXPR>", "eval")
+            report = consumer.check_consumer(expr, families=names, isolate=True)
+        else:
+            consume = load_consumer(expr)
+            if not callable(consume):
+                raise TypeError(f"{type(consume).__name__} is not callable")
+    except Exception as exc:  # noqa: BLE001 - one line, no traceback
+        print(f"cannot evaluate {expr!r}: {_reason(exc)}", file=sys.stderr)
+        return 2
+    if not args.isolate:
+        report = consumer.check(consume, names, subject=expr)
     return _emit(report, args)
 
 

@@ -32,6 +32,7 @@ _MODULES = {
     "polars": "polars",
     "na": "nanoarrow",
     "nanoarrow": "nanoarrow",
+    "duckdb": "duckdb",
     "ml_dtypes": "ml_dtypes",
     "tvm_ffi": "tvm_ffi",
     "array": "array",

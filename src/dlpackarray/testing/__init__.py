@@ -1,10 +1,13 @@
-"""Conformance checks for producers of the array exchange protocols.
+"""Conformance checks for producers -- and consumers -- of the array exchange protocols.
 
 ``check_conformance(obj)`` runs every applicable rule for every protocol ``obj`` offers --
 DLPack, the buffer protocol, ``__array_interface__`` / ``__array_struct__``,
 ``__cuda_array_interface__``, the Arrow PyCapsule interface and the DLPack C exchange
-API -- and returns a :class:`ConformanceReport`.  Pure Python (ctypes); NumPy is not
-needed.  See docs/testing.md.
+API -- and returns a :class:`ConformanceReport`; ``check_consumer(consume)`` judges the
+other side, what a ``from_dlpack`` or an Arrow reader does with the producers it is handed
+(:mod:`dlpackarray.testing.consumer`).  Pure Python (ctypes) but for the consumer
+checker's C callbacks (``dlpackarray._crafted``); NumPy is not needed.  See
+docs/testing.md.
 """
 
 from __future__ import annotations
@@ -233,6 +236,12 @@ def assert_conforms(obj, *, protocols: Iterable[str] | None = None) -> Conforman
     return report
 
 
+# The consumer side (after RULES: it shares process.no-crash with the producer checker).
+from dlpackarray.testing.consumer import (  # noqa: E402
+    assert_consumer_conforms,
+    check_consumer,
+)
+
 __all__ = [
     "FAMILIES",
     "RULES",
@@ -240,6 +249,8 @@ __all__ = [
     "Result",
     "Rule",
     "assert_conforms",
+    "assert_consumer_conforms",
     "check_conformance",
+    "check_consumer",
     "report_from_json",
 ]

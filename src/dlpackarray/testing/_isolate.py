@@ -169,9 +169,15 @@ def _last_probe(probes):
     return family, rule, action
 
 
-def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
-    """The report of ``expr`` probed in child interpreters (see the module docstring)."""
-    from dlpackarray.testing import FAMILIES, RULES
+def run_isolated(
+    expr: str, protocols, parse, no_crash, *, consumer: bool = False
+) -> ConformanceReport:
+    """The report of ``expr`` probed in child interpreters (see the module docstring);
+    ``consumer``: ``expr`` names a consumer (``conform --consumer``), not a producer."""
+    if consumer:
+        from dlpackarray.testing.consumer import FAMILIES, RULES
+    else:
+        from dlpackarray.testing import FAMILIES, RULES
 
     skip: list[str] = []
     crashes: list[str] = []
@@ -183,7 +189,8 @@ def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
         if left <= 0:
             crashes.append(f"no time left for another run (all runs: {TOTAL_TIMEOUT:g} s)")
             break
-        cmd = [sys.executable, "-m", "dlpackarray", "conform", expr, "--json", "--trace"]
+        target = ["--consumer", expr] if consumer else [expr]
+        cmd = [sys.executable, "-m", "dlpackarray", "conform", *target, "--json", "--trace"]
         if protocols is not None:
             cmd += ["--protocols", ",".join(protocols)]
         if skip:
@@ -212,7 +219,8 @@ def run_isolated(expr: str, protocols, parse, no_crash) -> ConformanceReport:
         if family == "process":
             where = "after every probe had finished (at interpreter exit)"
         elif family in ("load", None):
-            where = f"while loading the producer ({action})"
+            subject = "consumer" if consumer else "producer"
+            where = f"while loading the {subject} ({action})"
         elif rule is not None:
             where = f"while probing rule {rule} ({action})"
         else:

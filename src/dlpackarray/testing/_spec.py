@@ -22,6 +22,9 @@ _API_DEVICE = (
     "https://data-apis.org/array-api/latest/API_specification/generated/"
     "array_api.array.__dlpack_device__.html"
 )
+_API_FROM_DLPACK = (
+    "https://data-apis.org/array-api/latest/API_specification/generated/array_api.from_dlpack.html"
+)
 _ARROW_C = "https://arrow.apache.org/docs/format/CDataInterface.html"
 _ARROW_CAPSULE = "https://arrow.apache.org/docs/format/CDataInterface/PyCapsuleInterface.html"
 _ARROW_DEVICE = "https://arrow.apache.org/docs/format/CDeviceDataInterface.html"
@@ -43,6 +46,10 @@ def array_api_dlpack(section: str) -> str:
 
 def array_api_device(section: str) -> str:
     return cite("Array API standard, array.__dlpack_device__", section, _API_DEVICE)
+
+
+def array_api_from_dlpack(section: str) -> str:
+    return cite("Array API standard, from_dlpack", section, _API_FROM_DLPACK)
 
 
 def arrow_c(section: str, anchor: str) -> str:
