@@ -84,6 +84,10 @@ ARRAY_TYPECODES = {
     "Q": "uint64",
     "f": "float32",
     "d": "float64",
+    # CPython 3.15's half-precision and complex typecodes (the buffer formats 'e', 'Zf', 'Zd').
+    "e": "float16",
+    "Zf": "complex64",
+    "Zd": "complex128",
 }
 
 

@@ -72,7 +72,7 @@ def _configure(tmp_path, *defines):
         "cmake", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
     )
     if found is None:
-        pytest.skip("cmake is not installed")
+        pytest.skip('cmake is not installed: pip install ".[reliability]"')
     cmd = [found, "-S", str(ROOT), "-B", str(tmp_path / "build")]
     cmd += [f"-DPython_EXECUTABLE={sys.executable}", *defines]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
