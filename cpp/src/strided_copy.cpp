@@ -113,6 +113,14 @@ struct Kernel {
 template <int64_t N>
 void transpose_plane(const Kernel& k, const unsigned char* src, int64_t rs, int64_t cs,
                      int64_t rows, int64_t cols, int64_t drs, unsigned char* dst) {
+  if (rs == -N) {
+    // Source rows dense but walked backwards (a reversed transpose): walk
+    // them forwards and write the destination rows from the last one up.
+    src += (rows - 1) * rs;
+    dst += (rows - 1) * drs;
+    rs = N;
+    drs = -drs;
+  }
   if (k.tile != nullptr && rs == N) {
     constexpr int64_t kT = kTileBytes / N;
     constexpr int64_t kStripTiles = 8;
@@ -213,7 +221,7 @@ Kernel choose_kernel(const Loops& l, int64_t itemsize) {
       l.shape[best] >= 8) {
     k.kind = Kernel::kTranspose;
     k.row_dim = best;
-    if (l.src[best] == itemsize) k.tile = tile_transposer(itemsize);
+    if (std::llabs(l.src[best]) == itemsize) k.tile = tile_transposer(itemsize);
     // The destination holds l.dst[0] * l.shape[0] bytes (C order).
     k.stream = l.dst[0] * l.shape[0] >= kStreamBytes;
     return k;
