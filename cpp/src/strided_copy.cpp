@@ -246,13 +246,16 @@ void strided_copy_to_contiguous(const TensorView& src, void* dst) {
   if (k.stream) finish_streaming();
 }
 
+namespace {
+constexpr int64_t kHuge = int64_t(1) << 21;
+constexpr int64_t kHugeThreshold = int64_t(4) << 20;
+}  // namespace
+
 void* aligned_allocate(int64_t nbytes) {
   // Large blocks are aligned to 2 MiB and marked for transparent huge pages
   // (as NumPy does): a fresh copy's cost is dominated by first-touch page
   // faults, and one 2 MiB fault replaces 512 4 KiB ones.
   constexpr int64_t kAlign = 64;
-  constexpr int64_t kHuge = int64_t(1) << 21;
-  constexpr int64_t kHugeThreshold = int64_t(4) << 20;
   const int64_t n = std::max<int64_t>(nbytes, 1);
   const int64_t align = n >= kHugeThreshold ? kHuge : kAlign;
   // Refuse sizes whose rounding would overflow (and negative ones) before
@@ -272,5 +275,18 @@ void* aligned_allocate(int64_t nbytes) {
 }
 
 void aligned_free(void* p) noexcept { std::free(p); }
+
+void advise_huge_pages(void* p, int64_t nbytes) noexcept {
+#ifdef MADV_HUGEPAGE
+  if (nbytes < kHugeThreshold) return;
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (start + uintptr_t(kHuge) - 1) & ~uintptr_t(kHuge - 1);
+  const uintptr_t hi = (start + uintptr_t(nbytes)) & ~uintptr_t(kHuge - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), size_t(hi - lo), MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)nbytes;
+#endif
+}
 
 }  // namespace dla
