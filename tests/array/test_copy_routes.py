@@ -124,18 +124,24 @@ def test_every_copy_route_gives_numpys_bytes(route, view):
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64"])
-@pytest.mark.parametrize("layout", ["transpose", "permute-021", "permute-210", "reversed", "gaps"])
+@pytest.mark.parametrize(
+    "layout", ["transpose", "transpose-ragged", "permute-021", "permute-210", "reversed", "gaps"]
+)
 def test_large_copies_give_numpys_bytes(dtype, layout):
-    """Copies of 8 MiB and more (whose transposes stream past the caches),
-    with shapes that leave ragged tile edges, match NumPy byte for byte."""
+    """Copies of 8 MiB and more (whose transposes stream past the caches:
+    whole destination lines where a row is a multiple of 64 bytes, ordinary
+    stores otherwise), with and without ragged tile edges, match NumPy byte
+    for byte."""
     itemsize = np.dtype(dtype).itemsize
     rng = np.random.default_rng(7)
-    if layout in ("transpose", "reversed", "gaps"):
-        rows = 2 * 1100 // itemsize + 3
+    if layout in ("transpose", "transpose-ragged", "reversed", "gaps"):
+        # 2112 bytes = 33 lines per destination row; + 3 items: ragged rows.
+        rows = 2112 // itemsize + (0 if layout == "transpose" else 3)
         raw = rng.integers(0, 256, size=rows * 4099 * itemsize, dtype=np.uint8)
         base = raw.view(dtype).reshape(rows, 4099)
         view = {
             "transpose": base.T,
+            "transpose-ragged": base.T,
             "reversed": base[::-1, ::-1].T,
             "gaps": base[1::2, ::3].T,
         }[layout]
