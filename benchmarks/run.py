@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Results never go into the source tree: a run writes to --out-dir, by default a folder
 # under the system's temporary directory that the run prints.
 DEFAULT_OUT_DIR = os.path.join(tempfile.gettempdir(), "dlpackarray-bench")
-FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B12")
+FAMILIES = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B12", "B13")
 
 
 def all_cases():
@@ -131,7 +131,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--cases",
         default=None,
-        help="comma-separated families (B1..B12) or case-name prefixes",
+        help="comma-separated families (B1..B13) or case-name prefixes",
     )
     p.add_argument(
         "--out-dir",

@@ -16,7 +16,7 @@ mkdir -p "$(dirname "$out")"
 CXX=${CXX:-clang++}
 core_sources=(
   cpp/src/errors.cpp cpp/src/rules.cpp cpp/src/dtype.cpp cpp/src/tensor_view.cpp
-  cpp/src/strided_copy.cpp
+  cpp/src/strided_copy.cpp cpp/src/transpose_tile.cpp
 )
 case "$harness" in
   core)

@@ -10,6 +10,8 @@
 #include "dlpackarray/dtype.hpp"
 #include "dlpackarray/errors.hpp"
 
+#include "transpose_tile.hpp"
+
 namespace dla {
 
 namespace {
@@ -68,26 +70,16 @@ void gather_row(const unsigned char* src, int64_t stride, int64_t n, unsigned ch
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * N, src + i * stride, N);
 }
 
-// dst[i * drs + j * N] = src[i * rs + j * cs] for a rows x cols plane whose
-// source is dense-ish along i and whose destination is dense along j (a
-// transpose).  A square tile spans one cache line per source column and one
-// per destination row; with power-of-two strides all of them fall into the
-// same few L1 sets, so tiles stay small (one 64-byte line wide, at least 8
-// items) rather than filling L1.
+// dst[i * drs + j * N] = src[i * rs + j * cs] for items (i, j) of
+// [i0, i1) x [j0, j1): the item-by-item transpose, for the edges of a tiled
+// plane and for planes whose source is not dense along i.
 template <int64_t N>
-void transpose_plane(const unsigned char* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
-                     int64_t drs, unsigned char* dst) {
-  constexpr int64_t kTile = 64 / N > 8 ? 64 / N : 8;
-  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-    const int64_t i1 = std::min(rows, i0 + kTile);
-    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-      const int64_t j1 = std::min(cols, j0 + kTile);
-      for (int64_t i = i0; i < i1; ++i) {
-        const unsigned char* s = src + i * rs;
-        unsigned char* d = dst + i * drs;
-        for (int64_t j = j0; j < j1; ++j) std::memcpy(d + j * N, s + j * cs, N);
-      }
-    }
+void transpose_items(const unsigned char* src, int64_t rs, int64_t cs, int64_t i0, int64_t i1,
+                     int64_t j0, int64_t j1, int64_t drs, unsigned char* dst) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const unsigned char* s = src + i * rs;
+    unsigned char* d = dst + i * drs;
+    for (int64_t j = j0; j < j1; ++j) std::memcpy(d + j * N, s + j * cs, N);
   }
 }
 
@@ -98,7 +90,64 @@ struct Kernel {
   int64_t itemsize = 1;
   int32_t row_dim = -1;  // kTranspose: the loop walked by plane rows
   int32_t last = 0;
+  TileTransposer tile = nullptr;  // kTranspose: the register transpose, if any
+  bool stream = false;            // tiles write around the caches (write_tile_rows)
 };
+
+// dst[i * drs + j * N] = src[i * rs + j * cs] for a rows x cols plane whose
+// source is dense-ish along i and whose destination is dense along j (a
+// transpose).
+//
+// Where the source is dense along i and the CPU has a register transpose for
+// N-byte items (`tile`), the plane goes tile by tile (transpose_tile.hpp):
+// each tile is turned in registers into a small buffer whose rows are then
+// written out as whole destination lines.  With power-of-two strides every
+// source line of a tile, and every destination line, falls into the same L1
+// set; the buffer keeps partial destination lines out of those sets, and the
+// register blocks use each source line whole, so no line is fetched twice.
+// Tiles go in strips kStripTiles wide along i, so each visit to a source row
+// reads kStripTiles consecutive lines (DRAM bursts, not one line per
+// page).  The rows and columns of a plane that make no whole tile go item by
+// item.  Without `tile`, small tiles (one 64-byte line wide, at least 8
+// items) go item by item.
+template <int64_t N>
+void transpose_plane(const Kernel& k, const unsigned char* src, int64_t rs, int64_t cs,
+                     int64_t rows, int64_t cols, int64_t drs, unsigned char* dst) {
+  if (rs == -N) {
+    // Source rows dense but walked backwards (a reversed transpose): walk
+    // them forwards and write the destination rows from the last one up.
+    src += (rows - 1) * rs;
+    dst += (rows - 1) * drs;
+    rs = N;
+    drs = -drs;
+  }
+  if (k.tile != nullptr && rs == N) {
+    constexpr int64_t kT = kTileBytes / N;
+    constexpr int64_t kStripTiles = 8;
+    alignas(64) unsigned char buf[kTileBytes * kTileBytes];
+    const int64_t rows_tiled = rows / kT * kT;
+    const int64_t cols_tiled = cols / kT * kT;
+    for (int64_t strip = 0; strip < rows_tiled; strip += kStripTiles * kT) {
+      const int64_t strip_end = std::min(rows_tiled, strip + kStripTiles * kT);
+      for (int64_t j0 = 0; j0 < cols_tiled; j0 += kT) {
+        for (int64_t i0 = strip; i0 < strip_end; i0 += kT) {
+          k.tile(src + i0 * N + j0 * cs, cs, buf);
+          write_tile_rows(buf, kT, dst + i0 * drs + j0 * N, drs, k.stream);
+        }
+      }
+    }
+    transpose_items<N>(src, rs, cs, 0, rows_tiled, cols_tiled, cols, drs, dst);
+    transpose_items<N>(src, rs, cs, rows_tiled, rows, 0, cols, drs, dst);
+    return;
+  }
+  constexpr int64_t kTile = 64 / N > 8 ? 64 / N : 8;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      transpose_items<N>(src, rs, cs, i0, i1, j0, std::min(cols, j0 + kTile), drs, dst);
+    }
+  }
+}
 
 template <int64_t N>
 void run_kernel(const Kernel& k, const Loops& l, const unsigned char* src, unsigned char* dst) {
@@ -107,7 +156,7 @@ void run_kernel(const Kernel& k, const Loops& l, const unsigned char* src, unsig
     case Kernel::kMemcpy: std::memcpy(dst, src, size_t(n * N)); return;
     case Kernel::kGather: gather_row<N>(src, l.src[k.last], n, dst); return;
     case Kernel::kTranspose:
-      transpose_plane<N>(src, l.src[k.row_dim], l.src[k.last], l.shape[k.row_dim], n,
+      transpose_plane<N>(k, src, l.src[k.row_dim], l.src[k.last], l.shape[k.row_dim], n,
                          l.dst[k.row_dim], dst);
       return;
   }
@@ -172,6 +221,9 @@ Kernel choose_kernel(const Loops& l, int64_t itemsize) {
       l.shape[best] >= 8) {
     k.kind = Kernel::kTranspose;
     k.row_dim = best;
+    if (std::llabs(l.src[best]) == itemsize) k.tile = tile_transposer(itemsize);
+    // The destination holds l.dst[0] * l.shape[0] bytes (C order).
+    k.stream = l.dst[0] * l.shape[0] >= kStreamBytes;
     return k;
   }
   k.kind = Kernel::kGather;
@@ -189,16 +241,21 @@ void strided_copy_to_contiguous(const TensorView& src, void* dst) {
     std::memcpy(dst, base, size_t(itemsize));
     return;
   }
-  walk(l, choose_kernel(l, itemsize), 0, base, static_cast<unsigned char*>(dst));
+  const Kernel k = choose_kernel(l, itemsize);
+  walk(l, k, 0, base, static_cast<unsigned char*>(dst));
+  if (k.stream) finish_streaming();
 }
+
+namespace {
+constexpr int64_t kHuge = int64_t(1) << 21;
+constexpr int64_t kHugeThreshold = int64_t(4) << 20;
+}  // namespace
 
 void* aligned_allocate(int64_t nbytes) {
   // Large blocks are aligned to 2 MiB and marked for transparent huge pages
   // (as NumPy does): a fresh copy's cost is dominated by first-touch page
   // faults, and one 2 MiB fault replaces 512 4 KiB ones.
   constexpr int64_t kAlign = 64;
-  constexpr int64_t kHuge = int64_t(1) << 21;
-  constexpr int64_t kHugeThreshold = int64_t(4) << 20;
   const int64_t n = std::max<int64_t>(nbytes, 1);
   const int64_t align = n >= kHugeThreshold ? kHuge : kAlign;
   // Refuse sizes whose rounding would overflow (and negative ones) before
@@ -218,5 +275,18 @@ void* aligned_allocate(int64_t nbytes) {
 }
 
 void aligned_free(void* p) noexcept { std::free(p); }
+
+void advise_huge_pages(void* p, int64_t nbytes) noexcept {
+#ifdef MADV_HUGEPAGE
+  if (nbytes < kHugeThreshold) return;
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (start + uintptr_t(kHuge) - 1) & ~uintptr_t(kHuge - 1);
+  const uintptr_t hi = (start + uintptr_t(nbytes)) & ~uintptr_t(kHuge - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), size_t(hi - lo), MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)nbytes;
+#endif
+}
 
 }  // namespace dla

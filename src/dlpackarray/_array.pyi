@@ -71,6 +71,7 @@ class DLPackArray:
     # the slot is visible as a method only from 3.12 (stubtest allowlist).  No
     # release slot: the array is immutable, so a release has nothing to undo.
     def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __bytes__(self) -> bytes: ...
 
     # -- NumPy array interfaces --------------------------------------------------
     @property

@@ -9,7 +9,7 @@ from dlpackarray.core cimport kDLPackMajorVersion, kDLPackMinorVersion
 from dlpackarray.core cimport (
     TensorView, dtype_itemsize, is_c_contiguous, is_f_contiguous, view_nbytes, view_size,
 )
-from dlpackarray._internal cimport copy_to_heap, device_tuple, dtype_object
+from dlpackarray._internal cimport copy_to_bytes, copy_to_heap, device_tuple, dtype_object
 from dlpackarray._internal cimport fill, fill_buffer
 from dlpackarray._internal cimport export_capsule
 from dlpackarray._internal cimport (
@@ -274,6 +274,13 @@ cdef class DLPackArray:
                 self._byte_strides.resize(self._view.ndim)
             strides = self._byte_strides.data()
         fill_buffer(buffer, self, &self._view, strides, flags, &self._buffer_layout)
+
+    def __bytes__(self):
+        """``bytes(a)``: the elements in C order, as ``bytes`` of the buffer gives
+        them, copied by the core's strided copy (the buffer protocol's own
+        fallback copies a non-contiguous buffer item by item)."""
+        check_ready(self)
+        return copy_to_bytes(self, &self._view)
 
     # -- properties -----------------------------------------------------------
     @property

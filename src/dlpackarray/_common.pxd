@@ -24,6 +24,7 @@ cdef DLDataType parse_dtype(object obj) except *
 cdef object device_tuple(DLDevice dev)
 cdef DLDevice parse_device(object device) except *
 cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *
+cdef object copy_to_bytes(object exporter, const TensorView* src)
 # MemoryError up front when a result of `count` elements needs at least
 # `nbytes` bytes and the process can never hold that many.
 cdef int require_memory(object nbytes, object count, str what) except -1

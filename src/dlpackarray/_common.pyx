@@ -1,14 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Pieces shared by every protocol module: dtype objects, devices, copies."""
 cimport cython
+from cpython.buffer cimport Py_buffer
+from cpython.buffer cimport PyBUF_FULL_RO, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject, PyTypeObject, newfunc
 from libc.stdint cimport int64_t
 
 from dlpackarray.abi cimport DLDataType, DLDevice, DLDeviceType, kDLCPU
 from dlpackarray.core cimport (
-    TensorView, aligned_allocate, aligned_free, dtype_from_name, dtype_from_typestr,
-    dtype_itemsize, dtype_name, install_shutdown_gate, kCopyAlways, kCopyIfNeeded, kCopyNever,
-    require_host_memory, set_c_strides, strided_copy_to_contiguous, view_nbytes, view_size,
+    TensorView, advise_huge_pages, aligned_allocate, aligned_free, dtype_from_name,
+    dtype_from_typestr, dtype_itemsize, dtype_name, install_shutdown_gate, kCopyAlways,
+    kCopyIfNeeded, kCopyNever, require_host_memory, set_c_strides, strided_copy_to_contiguous,
+    view_nbytes, view_size,
 )
 
 from dlpackarray._internal cimport (
@@ -273,6 +277,32 @@ cdef class HeapOwner:
         if self.ptr != NULL:
             aligned_free(self.ptr)
             self.ptr = NULL
+
+
+cdef object copy_to_bytes(object exporter, const TensorView* src):
+    """``bytes(exporter)``: the elements of ``src`` (exporter's view) in C order,
+    copied once, straight into the new bytes object.  The buffer protocol is
+    entered first (PyBUF_FULL_RO, what bytes() asks of a buffer), so what it
+    refuses (device memory, dtypes without a format code) is refused with its
+    error, and pinned or managed memory is waited for, as bytes() of the
+    buffer would."""
+    cdef Py_buffer buf
+    cdef int64_t nbytes
+    cdef char* dst
+    PyObject_GetBuffer(exporter, &buf, PyBUF_FULL_RO)
+    try:
+        nbytes = view_nbytes(src[0])
+        out = PyBytes_FromStringAndSize(NULL, nbytes)
+        dst = PyBytes_AS_STRING(out)
+        advise_huge_pages(dst, nbytes)  # untouched yet: first-touch faults of 2 MiB
+        if nbytes >= _NOGIL_COPY_BYTES:
+            with nogil:
+                strided_copy_to_contiguous(src[0], dst)
+        elif nbytes > 0:
+            strided_copy_to_contiguous(src[0], dst)
+        return out
+    finally:
+        PyBuffer_Release(&buf)
 
 
 cdef HeapOwner copy_to_heap(const TensorView* src, TensorView* dst) except *:

@@ -17,8 +17,8 @@ from dlpackarray._cuda cimport (
 )
 # Argument parsing, heap copies and Python helpers shared by every protocol.
 from dlpackarray._common cimport (
-    DType, HeapOwner, _PyType_Lookup, copy_to_heap, device_tuple, dtype_object, parse_copy,
-    parse_device, parse_dtype, require_memory, type_has,
+    DType, HeapOwner, _PyType_Lookup, copy_to_bytes, copy_to_heap, device_tuple, dtype_object,
+    parse_copy, parse_device, parse_dtype, require_memory, type_has,
 )
 # View arithmetic (index, reshape, permute, reinterpret).
 from dlpackarray._views cimport (

@@ -128,6 +128,7 @@ cdef extern from "dlpackarray/strided_copy.hpp" namespace "dla" nogil:
     void strided_copy_to_contiguous(const TensorView& src, void* dst) except +raise_py_error
     void* aligned_allocate(int64_t nbytes) except +raise_py_error
     void aligned_free(void* p)
+    void advise_huge_pages(void* p, int64_t nbytes)
 
 
 cdef extern from "dlpackarray/managed_tensor.hpp" namespace "dla" nogil:

@@ -17,4 +17,10 @@ void strided_copy_to_contiguous(const TensorView& src, void* dst);
 void* aligned_allocate(int64_t nbytes);
 void aligned_free(void* p) noexcept;
 
+// Marks the whole 2 MiB pages inside [p, p + nbytes) of memory allocated
+// elsewhere (a bytes object) for transparent huge pages, as aligned_allocate
+// does for its own large blocks; a hint for pages not yet touched, so call
+// it before writing.  Nothing below 4 MiB.
+void advise_huge_pages(void* p, int64_t nbytes) noexcept;
+
 }  // namespace dla
