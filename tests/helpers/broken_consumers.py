@@ -43,13 +43,17 @@ class DLPackConsumer:
     def __init__(self, **faults):
         self.faults = faults
 
-    def __call__(self, x, *, copy=None):
+    def __call__(self, x, *, copy=None, device=None):
         f = self.faults
+        if device is not None and device != "cpu":
+            raise ValueError(f"unsupported device {device!r}: this consumer knows only 'cpu'")
         if not f.get("no_device"):
-            device = tuple(x.__dlpack_device__())
-            if device[0] != _abi.KDL_CPU and not f.get("any_device"):
-                raise BufferError(f"cannot import data on device {device}")
+            here = tuple(x.__dlpack_device__())
+            if here[0] != _abi.KDL_CPU and not f.get("any_device"):
+                raise BufferError(f"cannot import data on device {here}")
         kw = {} if copy is None or f.get("drop_copy") else {"copy": copy}
+        if device is not None and not f.get("drop_dl_device"):
+            kw["dl_device"] = (_abi.KDL_CPU, 0)
         if f.get("stream"):
             kw["stream"] = 1
         if f.get("legacy_only"):
@@ -146,6 +150,7 @@ DLPACK_CORPUS = {
     "no_fallback": "consumer.dlpack.max-version-fallback",
     "stream": "consumer.dlpack.stream-cpu",
     "drop_copy": "consumer.dlpack.copy-passed",
+    "drop_dl_device": "consumer.dlpack.device-passed",
     "no_rename": "consumer.dlpack.capsule-renamed",
     "delete_twice": "consumer.dlpack.deleter-once",
     "free_with_producer": "consumer.dlpack.keeps-alive",

@@ -14,7 +14,7 @@ from broken_consumers import ARROW_CORPUS, DLPACK_CORPUS, ArrowConsumer, DLPackC
 from conftest import require
 
 import dlpackarray as dla
-from dlpackarray.testing import consumer_arrow, consumer_dlpack
+from dlpackarray.testing import _abi, consumer_arrow, consumer_dlpack
 from dlpackarray.testing.consumer import (
     FAMILIES,
     RULES,
@@ -93,6 +93,67 @@ def test_a_non_consumer_is_not_applicable_everywhere():
     family = [r for r in report.results if r.rule.id in RULES]
     assert {r.status for r in family} == {"not-applicable"}
     assert all("not an array" in r.message for r in family)
+
+
+def _refusing_device(exc, *, import_first=False):
+    """A reference consumer that raises ``exc`` when given ``device=`` (after importing
+    the capsule when ``import_first``, as a library placing the result afterwards does)."""
+    inner = DLPackConsumer()
+
+    def consume(x, *, copy=None, device=None):
+        if device is None:
+            return inner(x, copy=copy)
+        if import_first:
+            inner(x)
+        raise exc
+
+    return consume
+
+
+@pytest.mark.parametrize(
+    ("exc", "import_first", "reason"),
+    [
+        (TypeError("consume() got an unexpected keyword argument 'device'"), False, "no device"),
+        (ValueError("invalid device: 'cpu'; expected a Device object"), True, '"cpu"'),
+        (TypeError("expected a jax.Device, got str"), False, '"cpu"'),
+    ],
+    ids=["no-keyword", "own-device-objects-after-import", "typeerror-device-object"],
+)
+def test_a_consumer_refusing_the_cpu_string_is_not_applicable(exc, import_first, reason):
+    """A consumer without ``device=``, or whose devices are its own objects and not the
+    string "cpu", leaves consumer.dlpack.device-passed not applicable with the refusal
+    quoted; a capsule it imported before refusing is still released exactly once."""
+    report = check_consumer(_refusing_device(exc, import_first=import_first), families="dlpack")
+    result = next(r for r in report.results if r.rule.id == "consumer.dlpack.device-passed")
+    assert result.status == "not-applicable", str(report)
+    assert reason in result.message and str(exc) in result.message
+    assert _failed(report) == set(), str(report)
+
+
+def test_a_consumer_failing_device_cpu_otherwise_fails_the_rule():
+    """A refusal of device="cpu" that names neither the keyword nor the device (here a
+    RuntimeError) is a failure of consumer.dlpack.device-passed, not a reason to skip it."""
+    report = check_consumer(_refusing_device(RuntimeError("out of memory")), families="dlpack")
+    assert _failed(report) == {"consumer.dlpack.device-passed"}, str(report)
+    result = next(r for r in report.results if r.rule.id == "consumer.dlpack.device-passed")
+    assert "out of memory" in result.message
+
+
+def test_a_consumer_leaking_a_capsule_on_device_cpu_fails_deleter_once():
+    """The device="cpu" import is judged like every other: a consumer that marks a capsule
+    consumed and never calls its deleter fails consumer.dlpack.deleter-once."""
+    inner = DLPackConsumer()
+
+    def consume(x, *, copy=None, device=None):
+        if device is not None:
+            leaked = x.__dlpack__(max_version=(1, 0), dl_device=(1, 0))
+            _abi.rename_used(leaked, "dltensor_versioned")
+        return inner(x, copy=copy, device=device)
+
+    report = check_consumer(consume, families="dlpack")
+    assert _failed(report) == {"consumer.dlpack.deleter-once"}, str(report)
+    result = next(r for r in report.results if r.rule.id == "consumer.dlpack.deleter-once")
+    assert "never ran" in result.message
 
 
 def test_report_round_trips_through_json():
@@ -213,9 +274,9 @@ def test_cli_isolated_lambda_sees_the_module_names():
     run = _cli("--consumer", "lambda x: dla.DLPackArray(x)", "--isolate", "--json")
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
-    # The lambda takes no copy keyword: that rule alone is not applicable.
+    # The lambda takes no copy or device keyword: those rules alone are not applicable.
     unreached = [r["rule"] for r in doc["results"] if r["status"] != "pass"]
-    assert unreached == ["consumer.dlpack.copy-passed"], doc
+    assert unreached == ["consumer.dlpack.copy-passed", "consumer.dlpack.device-passed"], doc
 
 
 def test_numpy_from_dlpack_meets_every_must_rule():

@@ -59,7 +59,8 @@ def check_consumer(
     ----------
     consume : callable or str
         Called as ``consume(producer)`` (and ``consume(producer, copy=...)`` where it takes
-        ``copy``); returns the imported array.  With ``isolate=True``, a Python expression
+        ``copy``, ``consume(producer, device="cpu")`` where it takes ``device``); returns
+        the imported array.  With ``isolate=True``, a Python expression
         (str) naming it, evaluated like ``python -m dlpackarray inspect`` (``np``,
         ``torch``, ``pa`` ... are available): ``"np.from_dlpack"``,
         ``"lambda x: pa.array(x)"``.

@@ -71,6 +71,18 @@ RULES = rule_table(
             _spec.array_api_from_dlpack("Parameters (copy)") + f"; {NOTES}",
         ),
         (
+            "consumer.dlpack.device-passed",
+            "should",
+            "a consumer whose API takes device= and is asked for the CPU passes "
+            "dl_device=(kDLCPU, 0) to __dlpack__ (dl_device=None asks for the producer's "
+            "own device, not the one the caller named; omitting it is the retry after a "
+            "producer rejected the keyword with TypeError, and this producer takes it)",
+            _spec.array_api_from_dlpack("Parameters (device)")
+            + "; "
+            + _spec.array_api_dlpack("Parameters (dl_device)")
+            + f"; {NOTES}",
+        ),
+        (
             "consumer.dlpack.capsule-renamed",
             "must",
             "a consumed capsule is renamed used_dltensor / used_dltensor_versioned",
@@ -399,6 +411,7 @@ def check(consume, rec: Recorder) -> None:
 
     _check_fallback(rec, consume)
     _check_copy(rec, consume)
+    _check_device(rec, consume)
     _check_read_only(rec, consume)
     layouts = [
         ("consumer.dlpack.byte-offset", _tensor(lead=24), "float32 (6,) at byte_offset 24"),
@@ -461,6 +474,44 @@ def _check_copy(rec, consume) -> None:
         del result
         if rec.probe("consumer.dlpack.deleter-once", f"dropping the copy={copy} import"):
             _judge_release(rec, producer.exports)
+
+
+def _device_refusal(exc) -> str | None:
+    """Why a refusal of ``device="cpu"`` makes the device rule not applicable (None when
+    it does not): no ``device`` keyword, or a library whose devices are its own objects
+    and not the array API's ``"cpu"`` string (no other spelling is tried)."""
+    if exc is None or not issubclass(exc.kind, (TypeError, ValueError)):
+        return None
+    text = str(exc)
+    if issubclass(exc.kind, TypeError) and "device" in text and "keyword" in text:
+        return f"the consumer takes no device keyword ({_describe(exc)})"
+    if "device" in text.lower() or "cpu" in text.lower():
+        return f'the consumer refuses "cpu" as a device ({_describe(exc)})'
+    return None
+
+
+def _check_device(rec, consume) -> None:
+    rule = "consumer.dlpack.device-passed"
+    if not rec.probe(rule, 'consume(<producer>, device="cpu")'):
+        return
+    producer = Producer(_tensor())
+    result, exc = _consume(consume, producer, "float32 (6,)", device="cpu")
+    got = [c.get("dl_device") for c in producer.dlpack_calls()]
+    why = _device_refusal(exc)
+    if why is not None:
+        rec.na(rule, f"{why}; __dlpack__ got dl_device={got}")
+    elif exc is not None:
+        rec.fail(rule, f'device="cpu": {_describe(exc)}')
+    else:
+        last = got[-1] if got else None
+        try:
+            cpu = last is not None and tuple(last) == (_abi.KDL_CPU, 0)
+        except TypeError:
+            cpu = False
+        rec.check(rule, cpu, f'device="cpu", __dlpack__ got dl_device={got}')
+    del result
+    if rec.probe("consumer.dlpack.deleter-once", 'dropping the device="cpu" import'):
+        _judge_release(rec, producer.exports)
 
 
 def _check_read_only(rec, consume) -> None:
