@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,41 @@ def test_supported_platform_passes_the_gate(tmp_path):
     proc = configure(tmp_path)
     out = " ".join((proc.stdout + proc.stderr).split())
     assert GATE not in out and UNTESTED not in out
+
+
+def _cross_configure(tmp_path, *defines: str) -> subprocess.CompletedProcess:
+    if shutil.which("aarch64-linux-gnu-g++") is None:
+        pytest.skip(
+            "needs the aarch64 cross C compiler and C++ compiler (aarch64-linux-gnu-gcc, "
+            "aarch64-linux-gnu-g++: Debian's g++-aarch64-linux-gnu)"
+        )
+    # Configure only: the build machine's headers stand in for the target's (.ci/aarch64
+    # passes the target's own, from an arm64 Debian).
+    return configure(
+        tmp_path,
+        f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+        f"-DPython_INCLUDE_DIR={sysconfig.get_paths()['include']}",
+        *defines,
+    )
+
+
+def test_a_cross_build_names_the_modules_for_the_target(tmp_path):
+    """FindPython takes no SOABI from the build machine's interpreter in a cross build; the
+    modules get the target's (scikit-build-core's SKBUILD_SOABI), so the aarch64 wheel
+    holds _array.cpython-3XY-aarch64-linux-gnu.so, not a bare _array.so."""
+    soabi = "cpython-311-aarch64-linux-gnu"
+    proc = _cross_configure(tmp_path, f"-DSKBUILD_SOABI={soabi}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    build = tmp_path / "build"
+    rules = "\n".join(p.read_text() for p in [*build.glob("*.ninja"), *build.rglob("build.make")])
+    assert f"_array.{soabi}.so" in rules
+
+
+def test_a_cross_build_without_the_target_suffix_stops(tmp_path):
+    """Without the target's extension suffix a cross build would name the modules _x.so;
+    the configure step stops and says what to set."""
+    proc = _cross_configure(tmp_path)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0
+    assert "a cross build needs the target's extension suffix: set SETUPTOOLS_EXT_SUFFIX" in out
