@@ -76,3 +76,12 @@ def test_the_toolchain_file_targets_aarch64_linux():
     text = (ROOT / "cmake" / "toolchain-aarch64-linux-gnu.cmake").read_text()
     assert "set(CMAKE_SYSTEM_NAME Linux)" in text
     assert "set(CMAKE_SYSTEM_PROCESSOR aarch64)" in text
+
+
+def test_the_fake_cuda_driver_is_cross_built_with_the_helpers_flags():
+    """The CUDA tests under emulation load a cross-compiled fake driver; it must be built
+    as tests/helpers/fake_cuda builds it natively (-Werror included)."""
+    import fake_cuda
+
+    line = next(ln for ln in _script().splitlines() if "aarch64-linux-gnu-gcc" in ln)
+    assert " ".join(fake_cuda.FLAGS) in line
