@@ -17,7 +17,9 @@ def test_a_prebuilt_driver_is_copied_once_per_directory(tmp_path, monkeypatch):
     except RuntimeError as e:
         pytest.skip(f"needs a C compiler to make the prebuilt driver: {e}")
     monkeypatch.setenv("DLPACKARRAY_FAKE_CUDA_PREBUILT", str(native))
-    monkeypatch.setenv("CC", "/nonexistent-compiler")  # no build may happen
+    # No compiler can be found from here on: the copies must come from the prebuilt file.
+    monkeypatch.setenv("CC", "/nonexistent-compiler")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
     one, two = fake_cuda.build(tmp_path / "one"), fake_cuda.build(tmp_path / "two")
