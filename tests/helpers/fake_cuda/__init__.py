@@ -1,8 +1,10 @@
 """The fake CUDA driver of the tests: build it, drive it, make CUDA objects on it.
 
-``build(directory)`` compiles ``fake_cuda.c`` with the system C compiler;
-``FakeCuda(path)`` loads it (the same library the core dlopens when
-``DLPACKARRAY_CUDA_DRIVER`` names it, so both see one state).
+``build(directory)`` compiles ``fake_cuda.c`` with the system C compiler (or copies the
+one ``DLPACKARRAY_FAKE_CUDA_PREBUILT`` names, compiled elsewhere: a cross-compiled
+aarch64 build for a test run without a compiler, .ci/aarch64); ``FakeCuda(path)`` loads
+it (the same library the core dlopens when ``DLPACKARRAY_CUDA_DRIVER`` names it, so both
+see one state).
 """
 
 from __future__ import annotations
@@ -36,15 +38,26 @@ CUDA_ERROR_ILLEGAL_ADDRESS = 700
 CUDA_ERROR_CONTEXT_IS_DESTROYED = 709
 
 
+# The compiler flags of the fake driver (.ci/aarch64 cross-compiles it with the same).
+FLAGS = ("-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-pthread")
+
+
 def build(directory: os.PathLike) -> pathlib.Path:
     """Compiles the fake driver into ``directory``; raises when it cannot."""
+    out = pathlib.Path(directory) / "libfakecuda.so"
+    prebuilt = os.environ.get("DLPACKARRAY_FAKE_CUDA_PREBUILT")
+    if prebuilt:
+        # A copy per directory, as a build would give: each is a file of its own, so each
+        # test module's driver keeps its own state (the loader shares one mapping per file).
+        if not os.path.isfile(prebuilt):
+            raise RuntimeError(f"DLPACKARRAY_FAKE_CUDA_PREBUILT={prebuilt}: no such file")
+        shutil.copyfile(prebuilt, out)
+        return out
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         raise RuntimeError("no C compiler found to build the fake CUDA driver")
-    out = pathlib.Path(directory) / "libfakecuda.so"
-    flags = ["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-pthread"]
     subprocess.run(
-        [cc, *flags, "-o", str(out), str(SOURCE)],
+        [cc, *FLAGS, "-o", str(out), str(SOURCE)],
         check=True,
         capture_output=True,
         text=True,

@@ -1,0 +1,87 @@
+"""The aarch64 wheels' CI script (.ci/aarch64) stays runnable and its test subset stays whole.
+
+Under emulation only a subset of the suite runs on every CI run; it must name test modules
+that exist (a renamed module would otherwise drop out silently and pytest would fail on a
+missing path only under qemu) and cover every protocol family the package exports.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / ".ci" / "aarch64"
+
+# A module of each protocol family and of the binaries' ELF facts.
+FAMILIES = {
+    "DLPack": "tests/dlpack/",
+    "buffer protocol": "tests/buffer/",
+    "NumPy array interfaces": "tests/array_interface/",
+    "CUDA array interface": "tests/cuda/",
+    "Arrow PyCapsule interface": "tests/arrow/",
+    "C API": "tests/capi/",
+    "pickling": "tests/processes/",
+    "self-check report": "tests/cli/",
+    "glibc symbol versions": "tests/packaging/test_glibc_versions.py",
+}
+
+
+def _script() -> str:
+    if not SCRIPT.is_file():
+        pytest.skip("needs the source tree (.ci/aarch64)")
+    return SCRIPT.read_text()
+
+
+def _subset(text: str) -> list[str]:
+    block = re.search(r"^subset=\((.*?)^\)", text, re.S | re.M)
+    assert block, "no subset=( ... ) in .ci/aarch64"
+    return block.group(1).split()
+
+
+def test_the_script_parses():
+    _script()
+    bash = shutil.which("bash")
+    assert bash is not None
+    subprocess.run([bash, "-n", str(SCRIPT)], check=True, timeout=60)
+
+
+def test_every_subset_module_exists():
+    missing = [p for p in _subset(_script()) if not (ROOT / p).is_file()]
+    assert missing == []
+
+
+def test_the_subset_covers_every_protocol_family():
+    subset = _subset(_script())
+    uncovered = [
+        f for f, prefix in FAMILIES.items() if not any(p.startswith(prefix) for p in subset)
+    ]
+    assert uncovered == []
+
+
+def test_ci_runs_the_build_and_test_stage_and_starts_prepare_early():
+    run = (ROOT / ".ci" / "run").read_text()
+    lines = [line.strip() for line in run.splitlines() if not line.lstrip().startswith("#")]
+    prepare = [i for i, line in enumerate(lines) if "bash .ci/aarch64 prepare" in line]
+    build = [i for i, line in enumerate(lines) if "bash .ci/aarch64 build-test" in line]
+    assert len(prepare) == 1 and len(build) == 1
+    assert prepare[0] < build[0]
+
+
+def test_the_toolchain_file_targets_aarch64_linux():
+    text = (ROOT / "cmake" / "toolchain-aarch64-linux-gnu.cmake").read_text()
+    assert "set(CMAKE_SYSTEM_NAME Linux)" in text
+    assert "set(CMAKE_SYSTEM_PROCESSOR aarch64)" in text
+
+
+def test_the_fake_cuda_driver_is_cross_built_with_the_helpers_flags():
+    """The CUDA tests under emulation load a cross-compiled fake driver; it must be built
+    as tests/helpers/fake_cuda builds it natively (-Werror included)."""
+    import fake_cuda
+
+    line = next(ln for ln in _script().splitlines() if "aarch64-linux-gnu-gcc" in ln)
+    assert " ".join(fake_cuda.FLAGS) in line
