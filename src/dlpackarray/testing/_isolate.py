@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 from dlpackarray.testing.report import FAIL, TRACE_PREFIX, ConformanceReport, Result
 
@@ -174,10 +175,13 @@ def run_isolated(
 ) -> ConformanceReport:
     """The report of ``expr`` probed in child interpreters (see the module docstring);
     ``consumer``: ``expr`` names a consumer (``conform --consumer``), not a producer."""
+    families: Any
     if consumer:
-        from dlpackarray.testing.consumer import FAMILIES, RULES
+        from dlpackarray.testing.consumer import FAMILIES as families
+        from dlpackarray.testing.consumer import RULES
     else:
-        from dlpackarray.testing import FAMILIES, RULES
+        from dlpackarray.testing import FAMILIES as families
+        from dlpackarray.testing import RULES
 
     skip: list[str] = []
     crashes: list[str] = []
@@ -229,7 +233,7 @@ def run_isolated(
         crashes.append(f"{_status(proc.returncode)} {where}; child stderr: {tail}")
         if parsed is not None:
             break  # the report was written before the crash
-        token = rule or (family if family in FAMILIES else None)
+        token = rule or (family if family in families else None)
         if token is None or token in skip:
             break  # nothing to leave out that would get past it
         skip.append(token)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import struct
+from typing import Any
 
 from dlpackarray import _crafted
 from dlpackarray.testing import _abi
@@ -105,12 +106,14 @@ class Tensor:
         """The elements in C order, as a consumer must see them."""
         if any(n == 0 for n in self.shape):
             return []
-        strides = self.strides
+        strides: Any = self.strides
         if strides is None:
-            strides, step = [], 1
+            c_strides: list[int] = []
+            step = 1
             for n in reversed(self.shape):
-                strides.insert(0, step)
+                c_strides.insert(0, step)
                 step *= n
+            strides = c_strides
         out = []
 
         def walk(dim, base):
@@ -147,6 +150,7 @@ class Export:
         self.strides = None
         if tensor.strides is not None:
             self.strides = (ctypes.c_int64 * max(ndim, 1))(*tensor.strides)
+        self.struct: Any
         if versioned:
             self.struct = _abi.DLManagedTensorVersioned()
             self.struct.version.major, self.struct.version.minor = tensor.version

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from dlpackarray.testing import _abi
 from dlpackarray.testing.consumer_craft import FORMATS
@@ -57,7 +58,8 @@ def _elements(base: int, shape, strides, itemsize: int, fmt: str) -> list:
 
 
 def _c_strides(shape, itemsize: int) -> list[int]:
-    strides, step = [], itemsize
+    strides: list[int] = []
+    step = itemsize
     for n in reversed(shape):
         strides.insert(0, step)
         step *= max(n, 1)
@@ -75,6 +77,7 @@ def _via_dlpack(obj) -> View | None:
         except Exception:  # noqa: BLE001 - another protocol may say
             return None
     name = _abi.capsule_name(cap)
+    managed: Any
     if name == "dltensor_versioned":
         managed = _abi.DLManagedTensorVersioned.from_address(_abi.capsule_pointer(cap))
         readonly = bool(managed.flags & _abi.FLAG_READ_ONLY)
