@@ -234,20 +234,7 @@ def check(
             old = json.load(f)
     except OSError as exc:
         return [str(exc)]
-    problems = []
-    for lib, entry in doc.items():
-        if lib not in old:
-            problems.append(f"{lib}: not on the committed page")
-            continue
-        recorded = old[lib].get("version")
-        if recorded is not None and recorded != entry.get("version"):
-            if not_compared is not None:
-                not_compared.append(f"{lib} {entry.get('version')} (the page has {recorded})")
-            continue
-        for rule_id, (status, _) in entry["results"].items():
-            was = old[lib]["results"].get(rule_id, ["absent"])[0]
-            if was != status:
-                problems.append(f"{lib} {rule_id}: committed {was}, now {status}")
+    problems = _consumers.differences(doc, old, not_compared)
     try:
         old_consumers = _consumers.load(folder)
     except OSError as exc:

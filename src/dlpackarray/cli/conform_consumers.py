@@ -117,8 +117,9 @@ def write(doc: dict, folder: str) -> None:
 
 
 def differences(doc: dict, old: dict, not_compared: list[str] | None) -> list[str]:
-    """Status differences between ``doc`` and the committed ``old`` (rows of another
-    library version are not compared, as for producers)."""
+    """Status differences between ``doc`` and the committed ``old``, for the producers'
+    page and the consumers' alike; rows of another library version are not compared (they
+    go to ``not_compared`` when a list is given)."""
     problems = []
     for lib, entry in doc.items():
         if lib not in old:
