@@ -11,11 +11,11 @@ into a failure instead of a skip.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
 import re
-import shutil
 import site
 import subprocess
 import sys
@@ -43,11 +43,44 @@ def _sources() -> dict[str, str]:
 SOURCES = _sources()
 
 
-def _checker_missing(what: str) -> None:
-    reason = f'{what} is not installed: pip install ".[typecheck]"'
+def _imported_modules() -> set[str]:
+    """Top-level names of every module the sources import, wherever the import sits."""
+    names = set()
+    for code in SOURCES.values():
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"__future__"}
+
+
+def _not_run(reason: str) -> None:
     if os.environ.get("DLPACKARRAY_TYPECHECK") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def _checker_missing(what: str) -> None:
+    _not_run(f'{what} is not installed: pip install ".[typecheck]"')
+
+
+def _require_imported_modules() -> None:
+    """A strict checker reports an unresolved import as an error: the sources' libraries
+    (torch, polars, pyarrow) must be installed for the check to mean anything."""
+    missing = sorted(m for m in _imported_modules() if importlib.util.find_spec(m) is None)
+    if missing:
+        _not_run(
+            f"{', '.join(missing)} not installed (imported by the checked examples): "
+            'pip install ".[interop]"'
+        )
+
+
+def _environment_checker(name: str) -> Path:
+    """The checker's entry point in the environment under test.  A checker found on
+    PATH may belong to another environment (an outer virtualenv), whose pythonPath and
+    installed libraries are not the ones this run tests."""
+    return Path(sys.executable).parent / name
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +108,7 @@ def test_sources_found() -> None:
 def test_mypy_strict(sources_dir: Path, version: str) -> None:
     if importlib.util.find_spec("mypy") is None:
         _checker_missing("mypy")
+    _require_imported_modules()
     env = dict(os.environ)
     root = _package_root()
     if root:
@@ -88,9 +122,10 @@ def test_mypy_strict(sources_dir: Path, version: str) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pyright_strict(sources_dir: Path, version: str) -> None:
-    exe = shutil.which("basedpyright") or str(Path(sys.executable).parent / "basedpyright")
-    if not Path(exe).exists():
+    exe = _environment_checker("basedpyright")
+    if not exe.exists():
         _checker_missing("basedpyright")
+    _require_imported_modules()
     config = {
         "typeCheckingMode": "strict",
         "pythonVersion": version,
@@ -101,7 +136,7 @@ def test_pyright_strict(sources_dir: Path, version: str) -> None:
     }
     (sources_dir / "pyrightconfig.json").write_text(json.dumps(config))
     r = subprocess.run(
-        [exe, "--project", str(sources_dir), "--level", "error", "--outputjson"],
+        [str(exe), "--project", str(sources_dir), "--level", "error", "--outputjson"],
         capture_output=True,
         text=True,
         cwd=sources_dir,
