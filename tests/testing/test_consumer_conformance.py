@@ -4,6 +4,7 @@ report, isolation and CLI behave like the producer checker's."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -154,6 +155,47 @@ def test_a_consumer_leaking_a_capsule_on_device_cpu_fails_deleter_once():
     assert _failed(report) == {"consumer.dlpack.deleter-once"}, str(report)
     result = next(r for r in report.results if r.rule.id == "consumer.dlpack.deleter-once")
     assert "never ran" in result.message
+
+
+def test_collections_during_a_check_walk_only_the_checks_objects():
+    """While the probes run, what existed before the check is frozen (its collections walk
+    the check's own objects, not a large caller's whole heap); afterwards the caller's
+    freeze count is what it was, whether it was zero or the caller's own."""
+    inner = DLPackConsumer()
+    seen = []
+
+    def consume(x, **kw):
+        seen.append(gc.get_freeze_count())
+        return inner(x, **kw)
+
+    assert gc.get_freeze_count() == 0
+    assert check_consumer(consume, families="dlpack").ok
+    assert seen and all(n > 0 for n in seen)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        own = gc.get_freeze_count()
+        assert check_consumer(DLPackConsumer(), families="dlpack").ok
+        assert gc.get_freeze_count() == own
+    finally:
+        gc.unfreeze()
+
+
+def test_a_result_holding_its_producer_only_through_a_cycle_is_judged_once_it_is_gone():
+    """A consumer that keeps the producer's memory alive only through a reference cycle
+    created during the check (unreachable from its result) is caught: the check's
+    collections reach the cycle even though older objects are set aside."""
+
+    class Cycle:
+        pass
+
+    def consume(x, **kw):
+        result = DLPackConsumer(free_with_producer=True)(x, **kw)
+        c = Cycle()
+        c.self, c.producer = c, x
+        return result
+
+    assert "consumer.dlpack.keeps-alive" in _failed(check_consumer(consume, families="dlpack"))
 
 
 def test_report_round_trips_through_json():

@@ -10,7 +10,9 @@ of that protocol).  See docs/testing.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import gc
+from collections.abc import Callable, Iterable, Iterator
 
 from dlpackarray.testing import _interrupts, consumer_arrow, consumer_dlpack, report
 from dlpackarray.testing._isolate import run_isolated
@@ -93,13 +95,32 @@ def check_consumer(
 _families_arg = families
 
 
+@contextlib.contextmanager
+def _collections_see_only_the_checks_objects() -> Iterator[None]:
+    """The probes run ``gc.collect()`` after dropping a result or a producer, so that a
+    consumer holding memory only through a reference cycle is judged as it stands once the
+    cycle is gone.  Every object that existed before the check is either reachable from the
+    caller or not the consumer's result to judge; ``gc.freeze()`` sets them aside for the
+    check's duration, so each collection walks the check's own objects instead of the whole
+    heap (in a process holding torch, JAX and pyarrow, a fraction of a second each).  A
+    caller's own freeze is left as it is (and the collections walk the rest)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def check(consume, names=None, skip: Iterable[str] = (), subject: str | None = None):
     """``check_consumer`` in this process; ``skip``: families and rules whose probes crashed
     an earlier isolated run."""
     wanted = set(FAMILIES if names is None else names)
     skip = frozenset(skip)
     results: list[Result] = []
-    with _interrupts.Watch() as ctrl_c:
+    with _interrupts.Watch() as ctrl_c, _collections_see_only_the_checks_objects():
         for name, (rules, run) in FAMILIES.items():
             rec = Recorder(rules, skip)
             if name not in wanted:
