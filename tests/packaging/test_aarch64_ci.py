@@ -63,13 +63,31 @@ def test_the_subset_covers_every_protocol_family():
     assert uncovered == []
 
 
-def test_ci_runs_the_build_and_test_stage_and_starts_prepare_early():
+def _targets(text: str) -> list[str]:
+    block = re.search(r"^targets=\((.*?)^\)", text, re.S | re.M)
+    assert block, "no targets=( ... ) in .ci/aarch64"
+    return [m.split()[0] for m in re.findall(r'"([^"]+)"', block.group(1))]
+
+
+def test_ci_builds_and_tests_every_target_once_after_starting_prepare():
+    """CI runs build-test once for each of .ci/aarch64's targets (the lanes split them, each
+    naming its target), every run in an output folder of its own (build-test empties its
+    folder first, and two lanes run at once), all after prepare has started."""
     run = (ROOT / ".ci" / "run").read_text()
     lines = [line.strip() for line in run.splitlines() if not line.lstrip().startswith("#")]
     prepare = [i for i, line in enumerate(lines) if "bash .ci/aarch64 prepare" in line]
-    build = [i for i, line in enumerate(lines) if "bash .ci/aarch64 build-test" in line]
-    assert len(prepare) == 1 and len(build) == 1
-    assert prepare[0] < build[0]
+    builds = {
+        i: re.search(r"AARCH64_TARGETS=(\S+) bash \.ci/aarch64 build-test (\S+)", line)
+        for i, line in enumerate(lines)
+        if "bash .ci/aarch64 build-test" in line
+    }
+    assert len(prepare) == 1 and builds
+    assert all(m is not None for m in builds.values()), "a build-test line without its target"
+    tags = [m.group(1) for m in builds.values()]
+    folders = [m.group(2) for m in builds.values()]
+    assert sorted(tags) == sorted(_targets(_script()))
+    assert len(set(folders)) == len(folders)
+    assert all(prepare[0] < i for i in builds)
 
 
 def test_the_toolchain_file_targets_aarch64_linux():
