@@ -1,7 +1,7 @@
 """Typed hand-offs: a DLPackArray passed to NumPy, Polars and the buffer protocol.
 
 tests/docs/test_typing_examples.py type-checks this file (mypy --strict and pyright strict,
-Python 3.10 and 3.13) and runs it.  Polars is optional here; NumPy is required.
+Python 3.10 and 3.15) and runs it.  Polars is optional here; NumPy is required.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 README.md's ``python`` blocks and every ``docs/examples/*.py`` file are checked with
 ``mypy --strict`` and with pyright in strict mode (the ``basedpyright`` wheel, which bundles
 its Node.js runtime: the ``pyright`` PyPI wrapper downloads one on first use), each for the
-oldest and the newest supported Python (3.10, 3.13): the stubs declare ``__buffer__`` for
+oldest and the newest supported Python (3.10, 3.15): the stubs declare ``__buffer__`` for
 every version and type the Arrow parameters as Polars' stubs expect.  The checkers come with
 the ``typecheck`` extra; .ci/run sets DLPACKARRAY_TYPECHECK=1, which turns a missing checker
 into a failure instead of a skip.
@@ -26,7 +26,7 @@ import pytest
 import dlpackarray
 
 ROOT = Path(__file__).resolve().parents[2]
-VERSIONS = ("3.10", "3.13")
+VERSIONS = ("3.10", "3.15")
 
 
 def _sources() -> dict[str, str]:
