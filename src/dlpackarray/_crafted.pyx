@@ -26,6 +26,8 @@ consumer that reads after release reads wrong values instead of crashing the che
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.string cimport memcpy, memset
 
+# The Arrow C data and stream interfaces' structs, declared once for the package.
+from dlpackarray._arrow cimport ArrowArray, ArrowArrayStream, ArrowSchema
 from dlpackarray.abi cimport (
     DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLPackCurrentWorkStream,
     DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI, DLPackManagedTensorAllocator,
@@ -49,39 +51,6 @@ cdef extern from "Python.h":
     void PyErr_Fetch(PyObject** t, PyObject** v, PyObject** tb) noexcept
     void PyErr_Restore(PyObject* t, PyObject* v, PyObject* tb) noexcept
     void PyErr_SetObject(object kind, object value)
-
-
-cdef struct ArrowSchema:
-    const char* format
-    const char* name
-    const char* metadata
-    int64_t flags
-    int64_t n_children
-    ArrowSchema** children
-    ArrowSchema* dictionary
-    void (*release)(ArrowSchema*) noexcept nogil
-    void* private_data
-
-
-cdef struct ArrowArray:
-    int64_t length
-    int64_t null_count
-    int64_t offset
-    int64_t n_buffers
-    int64_t n_children
-    const void** buffers
-    ArrowArray** children
-    ArrowArray* dictionary
-    void (*release)(ArrowArray*) noexcept nogil
-    void* private_data
-
-
-cdef struct ArrowArrayStream:
-    int (*get_schema)(ArrowArrayStream*, ArrowSchema*) noexcept nogil
-    int (*get_next)(ArrowArrayStream*, ArrowArray*) noexcept nogil
-    const char* (*get_last_error)(ArrowArrayStream*) noexcept nogil
-    void (*release)(ArrowArrayStream*) noexcept nogil
-    void* private_data
 
 
 cdef inline void _tally(void* block) noexcept nogil:
