@@ -180,33 +180,8 @@ def render(doc: dict, consumers: dict | None = None) -> str:
             f"| {lib} | `{doc[lib]['shows']}` | {len(must)} | {len(should)} | {passed} | {na} |"
         )
     lines += ["", "## Failures", ""]
-    any_failure = False
-    for lib in libs:
-        for rule_id, (status, message) in doc[lib]["results"].items():
-            if status != "fail":
-                continue
-            any_failure = True
-            rule = RULES[rule_id]
-            note = NOTES.get((lib, rule_id), "")
-            lines.append(
-                f"- **{lib}** `{rule_id}` [{rule.level}]: {message}." + (f" {note}" if note else "")
-            )
-    if not any_failure:
-        lines.append("None.")
-    lines += [
-        "",
-        "## Results by rule",
-        "",
-        "| rule | level | " + " | ".join(libs) + " |",
-        "|---|---|" + "---|" * len(libs),
-    ]
-    mark = {"pass": "pass", "fail": "**FAIL**", "not-applicable": "-"}
-    for rule_id, rule in RULES.items():
-        cells = [mark[doc[lib]["results"].get(rule_id, ["not-applicable"])[0]] for lib in libs]
-        lines.append(f"| `{rule_id}` | {rule.level} | " + " | ".join(cells) + " |")
-    lines += ["", "## Rules", "", "| rule | level | statement | reference |", "|---|---|---|---|"]
-    for rule_id, rule in RULES.items():
-        lines.append(f"| `{rule_id}` | {rule.level} | {rule.statement} | {rule.reference} |")
+    lines += _consumers.failure_lines(doc, libs, {i: r.level for i, r in RULES.items()}, NOTES)
+    lines += _consumers.rule_tables(doc, libs, RULES, "Results by rule", "Rules")
     lines += ["", "## Expressions", ""]
     lines += [
         f"- {lib} {doc[lib].get('version') or ''}".rstrip() + f": `{doc[lib]['expression']}`"

@@ -137,6 +137,44 @@ def differences(doc: dict, old: dict, not_compared: list[str] | None) -> list[st
     return problems
 
 
+def failure_lines(doc: dict, libs: list[str], level: dict, notes: dict) -> list[str]:
+    """A line for each failed rule of each library (its level, the checker's message, the
+    page's note on it), or "None." -- the failures section of both halves of the page."""
+    out = []
+    for lib in libs:
+        for rule_id, (status, message) in doc[lib]["results"].items():
+            if status == "fail":
+                note = notes.get((lib, rule_id), "")
+                out.append(
+                    f"- **{lib}** `{rule_id}` [{level[rule_id]}]: {message}."
+                    + (f" {note}" if note else "")
+                )
+    return out or ["None."]
+
+
+def rule_tables(
+    doc: dict, libs: list[str], rules: dict, results_heading: str, rules_heading: str
+) -> list[str]:
+    """The status of every rule for every library, then the rules themselves (statement,
+    public reference): the two tables of both halves of the page."""
+    mark = {"pass": "pass", "fail": "**FAIL**", "not-applicable": "-"}
+    lines = [
+        "",
+        f"## {results_heading}",
+        "",
+        "| rule | level | " + " | ".join(libs) + " |",
+        "|---|---|" + "---|" * len(libs),
+    ]
+    for rule_id, rule in rules.items():
+        cells = [mark[doc[lib]["results"].get(rule_id, ["not-applicable"])[0]] for lib in libs]
+        lines.append(f"| `{rule_id}` | {rule.level} | " + " | ".join(cells) + " |")
+    lines += ["", f"## {rules_heading}", "", "| rule | level | statement | reference |"]
+    lines.append("|---|---|---|---|")
+    for rule_id, rule in rules.items():
+        lines.append(f"| `{rule_id}` | {rule.level} | {rule.statement} | {rule.reference} |")
+    return lines
+
+
 def render(doc: dict) -> list[str]:
     """The consumers' section of conformance.md."""
     from dlpackarray.testing.consumer import RULES
@@ -168,39 +206,8 @@ def render(doc: dict) -> list[str]:
             f"{passed} | {na} |"
         )
     lines += ["", "## Consumer failures", ""]
-    any_failure = False
-    for lib in libs:
-        for rule_id, (status, message) in doc[lib]["results"].items():
-            if status != "fail":
-                continue
-            any_failure = True
-            note = NOTES.get((lib, rule_id), "")
-            lines.append(
-                f"- **{lib}** `{rule_id}` [{level[rule_id]}]: {message}."
-                + (f" {note}" if note else "")
-            )
-    if not any_failure:
-        lines.append("None.")
-    lines += [
-        "",
-        "## Consumer results by rule",
-        "",
-        "| rule | level | " + " | ".join(libs) + " |",
-        "|---|---|" + "---|" * len(libs),
-    ]
-    mark = {"pass": "pass", "fail": "**FAIL**", "not-applicable": "-"}
-    for rule_id, rule in RULES.items():
-        cells = [mark[doc[lib]["results"].get(rule_id, ["not-applicable"])[0]] for lib in libs]
-        lines.append(f"| `{rule_id}` | {rule.level} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Consumer rules",
-        "",
-        "| rule | level | statement | reference |",
-        "|---|---|---|---|",
-    ]
-    for rule_id, rule in RULES.items():
-        lines.append(f"| `{rule_id}` | {rule.level} | {rule.statement} | {rule.reference} |")
+    lines += failure_lines(doc, libs, level, NOTES)
+    lines += rule_tables(doc, libs, RULES, "Consumer results by rule", "Consumer rules")
     lines += ["", "## Consumer versions", ""]
     lines += [f"- {lib}: {doc[lib].get('version') or ''}".rstrip() for lib in libs]
     return lines
