@@ -26,8 +26,6 @@ consumer that reads after release reads wrong values instead of crashing the che
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.string cimport memcpy, memset
 
-# The Arrow C data and stream interfaces' structs, declared once for the package.
-from dlpackarray._arrow cimport ArrowArray, ArrowArrayStream, ArrowSchema
 from dlpackarray.abi cimport (
     DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLPackCurrentWorkStream,
     DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI, DLPackManagedTensorAllocator,
@@ -35,6 +33,8 @@ from dlpackarray.abi cimport (
     DLTensor,
 )
 from dlpackarray.core cimport kDLPackMajorVersion, kDLPackMinorVersion
+# The Arrow C data and stream interfaces' structs, declared once for the package.
+from dlpackarray._internal cimport ArrowArray, ArrowArrayStream, ArrowSchema
 
 cdef enum:
     _POISON = 0xDD

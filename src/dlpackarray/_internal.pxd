@@ -39,9 +39,10 @@ from dlpackarray._array_interface cimport (
     view_from_array_interface, view_from_array_struct_capsule, view_from_array_struct_items,
     view_from_typed_buffer,
 )
+# (The Arrow C data and stream interfaces' structs: _crafted's test producers fill them.)
 from dlpackarray._arrow cimport (
-    arrow_methods, arrow_path_first, export_arrow, export_arrow_schema,
-    raise_arrow_data_error, view_from_arrow,
+    ArrowArray, ArrowArrayStream, ArrowSchema, arrow_methods, arrow_path_first, export_arrow,
+    export_arrow_schema, raise_arrow_data_error, view_from_arrow,
 )
 from dlpackarray._scalars cimport (
     contains_of, index_of, item_of, scalar_of, tolist_of, truth_of,
