@@ -77,7 +77,7 @@ def test_ci_builds_and_tests_every_target_once_after_starting_prepare():
     lines = [line.strip() for line in run.splitlines() if not line.lstrip().startswith("#")]
     prepare = [i for i, line in enumerate(lines) if "bash .ci/aarch64 prepare" in line]
     builds = {
-        i: re.search(r"AARCH64_TARGETS=(\S+) bash \.ci/aarch64 build-test (\S+)", line)
+        i: re.search(r"AARCH64_TARGETS=(\S+) bash \.ci/aarch64 build-test ([^\s']+)", line)
         for i, line in enumerate(lines)
         if "bash .ci/aarch64 build-test" in line
     }
