@@ -5,7 +5,7 @@
 LOG is pytest's output with the skip summary (-rs).  Exits non-zero, listing them, when a
 skip names neither a missing library with the extra that installs it nor one of the real
 reasons below (a property of the machine or of the installation).  Used by
-.ci/small_extra and .ci/sid_wheels.
+.ci/small_extra.
 """
 
 import re

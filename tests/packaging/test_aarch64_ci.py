@@ -63,6 +63,43 @@ def test_the_subset_covers_every_protocol_family():
     assert uncovered == []
 
 
+def test_the_targets_shares_run_each_subset_module_exactly_once():
+    """subset_share splits the subset between the targets: together they run every module,
+    none twice (a module left out would go untested on aarch64 with nothing failing)."""
+    text = _script()
+    bash = shutil.which("bash")
+    assert bash is not None
+    functions = "\n".join(
+        re.search(pattern, text, re.S | re.M).group(0)
+        for pattern in (
+            r"^targets=\(.*?^\)",
+            r"^subset=\(.*?^\)",
+            r"^die\(\) .*?$",
+            r"^subset_share\(\) \{.*?^\}",
+        )
+    )
+    shares = {}
+    for tag in _targets(text):
+        proc = subprocess.run(
+            [bash, "-c", f"{functions}\nsubset_share {tag}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        shares[tag] = proc.stdout.split()
+        assert shares[tag], f"{tag} runs none of the subset"
+    ran = [m for share in shares.values() for m in share]
+    assert sorted(ran) == sorted(_subset(text))
+    unknown = subprocess.run(
+        [bash, "-c", f"{functions}\nsubset_share cp00"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unknown.returncode != 0 and "unknown target cp00" in unknown.stderr
+
+
 def _targets(text: str) -> list[str]:
     block = re.search(r"^targets=\((.*?)^\)", text, re.S | re.M)
     assert block, "no targets=( ... ) in .ci/aarch64"

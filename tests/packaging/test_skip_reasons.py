@@ -1,4 +1,4 @@
-"""CI's small-extra runs (.ci/small_extra, .ci/sid_wheels) fail on a skip without a reason.
+"""CI's small-extra run (.ci/small_extra) fails on a skip without a reason.
 
 .ci/skip_reasons.py reads pytest's -rs summary: a skip passes only when it names a missing
 library with the extra that installs it or a real property of the machine or the
