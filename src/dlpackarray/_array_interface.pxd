@@ -34,9 +34,12 @@ cdef extern from "dlpackarray/array_interface.hpp" namespace "dla" nogil:
 # Import: each fills `out` and returns the object that keeps the memory alive.
 cdef object view_from_array_interface(object obj, object iface, TensorView* out)
 cdef object view_from_array_struct_capsule(object obj, object capsule, TensorView* out)
-cdef object view_from_array_struct_items(object obj, object capsule, TensorView* out)
 cdef object view_from_typed_buffer(object obj, object dtype, object shape, object strides,
                                    object offset, TensorView* out)
+# An extension dtype's data after its producer refused it (the owner, or None when the
+# refusal stands): from the refused array struct or interface, or from a refused __dlpack__.
+cdef object view_from_extension_interface(object obj, TensorView* out)
+cdef object view_from_extension_dtype(object obj, object named, TensorView* out)
 # ``obj.__array__`` called NumPy-2 style; returns (array, freshly_copied).
 cdef tuple call_array_method(object obj, object copy)
 

@@ -5,6 +5,8 @@
 Import turns them into a TensorView plus an owner; export describes a view
 through them.  NumPy itself is optional: only ``export_numpy`` imports it.
 """
+import sys
+
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyObject_CheckBuffer
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport (
@@ -488,3 +490,91 @@ cdef object export_numpy(const TensorView* v, tuple shape, object keepalive, obj
     if copy is True:
         return arr.copy()
     return arr
+
+
+# -- Extension dtypes (ml_dtypes' bfloat16, float8, ...) on import ---------------------------
+
+# NumPy's own dtypes, which NumPy exports through DLPack when it can at all.
+cdef frozenset _NUMPY_NATIVE_NAMES = frozenset([
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"])
+
+
+# NumPy kinds whose interface refusals stand as they are: NumPy's own numeric
+# types (refused for byte order or width) and the data DLPack cannot describe
+# (datetime, str, object, ...), whose refusal names the kind.  Extension dtypes
+# use 'V', 'f' (float8_e5m2) and kinds of their own ('W': ml_dtypes' complex32).
+cdef str _OWN_REFUSAL_KINDS = "biucmMOSUatT"
+
+
+cdef object view_from_extension_interface(object obj, TensorView* out):
+    """Called when ``obj``'s array struct or interface was refused (BufferError,
+    or TypeError for a kind no NumPy type has): one of an extension dtype calls
+    its items opaque bytes ('|V1', '<V2'), a typestr no DLPack type matches
+    ('<f1') or a kind of its own ('W'), and its dtype names the type, as after
+    a refused ``__dlpack__``.  Returns the owner, or None: the refusal stands.  A NumPy scalar's
+    interfaces point into a temporary array, so a scalar
+    (ml_dtypes.bfloat16(2.0)) is imported as the 0-d array its ``__array__``
+    makes, the one its interfaces describe."""
+    kind = getattr(getattr(obj, "dtype", None), "kind", None)
+    if not isinstance(kind, str) or len(kind) != 1 or kind in _OWN_REFUSAL_KINDS:
+        return None
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(obj, numpy.generic):
+        return view_from_extension_dtype(obj.__array__(), obj, out)
+    return view_from_extension_dtype(obj, obj, out)
+
+
+cdef object view_from_extension_dtype(object obj, object named, TensorView* out):
+    """Called when a producer with a NumPy dtype refused DLPack export (``named``:
+    the object to name in errors, None for ``obj`` itself).
+
+    NumPy refuses extension dtypes (ml_dtypes bfloat16 and float8) that
+    DLPack itself carries; their array interface calls the bytes opaque void,
+    and the dtype's name says what they are, so they are imported from there.
+    A dtype dlpackarray cannot hold at all (datetime64, str, object,
+    structured, ml_dtypes' sub-byte int4/float4_e2m1fn) raises BufferError
+    naming it, instead of NumPy's generic refusal.  Returns the owner, or None
+    when the producer's BufferError should stand (no NumPy dtype, or one dlpackarray
+    supports that the producer refused for another reason, such as byte
+    order)."""
+    cdef DLDataType dt
+    np_dtype = getattr(obj, "dtype", None)
+    name = getattr(np_dtype, "name", None)
+    if (not isinstance(name, str) or not isinstance(getattr(np_dtype, "kind", None), str)
+            or name in _NUMPY_NATIVE_NAMES):
+        return None
+    supported = getattr(np_dtype, "fields", None) is None
+    reason = (f"dlpackarray exchanges whole-byte numeric types only; "
+              f"{supported_dtypes_text().decode()}")
+    if supported:
+        try:
+            dt = parse_dtype(name)
+        except BufferError as exc:
+            supported, reason = False, str(exc)  # a known type it cannot hold: why
+        except (TypeError, ValueError):
+            supported = False
+    if not supported:
+        raise BufferError(
+            f"cannot import a '{type(obj if named is None else named).__name__}' of dtype "
+            f"{name!r}: {reason}")
+    if getattr(np_dtype, "isnative", False) is not True:
+        return None  # byte-swapped: the producer's refusal names the byte order
+    if dtype_itemsize(dt) != getattr(np_dtype, "itemsize", -1):
+        return None
+    iface = getattr(obj, "__array_interface__", None)
+    if type(iface) is not dict:
+        # An exporter of __array_struct__ alone: its items, as unsigned bytes.
+        struct = getattr(obj, "__array_struct__", None)
+        if struct is None:
+            return None
+        owner = view_from_array_struct_items(obj, struct, out)
+        out.dtype = dt
+        return owner
+    opaque = dict(<dict>iface)
+    opaque["typestr"] = f"|u{np_dtype.itemsize}" if np_dtype.itemsize == 1 else \
+        f"{'<' if sys.byteorder == 'little' else '>'}u{np_dtype.itemsize}"
+    opaque.pop("descr", None)
+    owner = view_from_array_interface(obj, opaque, out)
+    out.dtype = dt
+    return owner

@@ -27,13 +27,12 @@ from dlpackarray.abi cimport (
     kDLUInt,
 )
 from dlpackarray.core cimport (
-    CopyMode, TensorView, device_text, dtype_itemsize, kInlineNdim, validate,
+    CopyMode, TensorView, device_text, kInlineNdim, validate,
     DeviceRoute, kConsumer, kRouteCopyToHost, kRouteRelabelHost, route_device_request,
-    supported_dtypes_text,
 )
 from dlpackarray._internal cimport DLPackArray, check_ready, mark_ready
 from dlpackarray._internal cimport (
-    copy_to_heap, device_tuple, parse_copy, parse_device, parse_dtype, type_has,
+    copy_to_heap, device_tuple, parse_copy, parse_device, type_has,
 )
 from dlpackarray._internal cimport view_from_buffer
 from dlpackarray._internal cimport (
@@ -42,7 +41,7 @@ from dlpackarray._internal cimport (
 from dlpackarray._raw_call cimport steal
 from dlpackarray._internal cimport (
     call_array_method, view_from_array_interface, view_from_array_struct_capsule,
-    view_from_array_struct_items,
+    view_from_extension_dtype, view_from_extension_interface,
 )
 from dlpackarray._internal cimport (
     arrow_methods, arrow_path_first, raise_arrow_data_error, view_from_arrow,
@@ -54,10 +53,6 @@ from dlpackarray._internal cimport (
 )
 from dlpackarray._internal cimport kFailed, kInitialising
 
-# NumPy's own dtypes, which NumPy exports through DLPack when it can at all.
-cdef frozenset _NUMPY_NATIVE_NAMES = frozenset([
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128"])
 
 cdef type _ARRAY_TYPE = _array_module.array
 cdef type _MMAP_TYPE = _mmap_module.mmap
@@ -448,8 +443,11 @@ cdef int _request_dlpack(DLPackArray self, object obj, type t, object copy, obje
     if refusal is not None:
         # Outside the handler, so that an error of our own is not chained
         # to the producer's refusal.
-        if isinstance(refusal, BufferError) and _import_extension_dtype(self, obj):
-            return _finish_import(self, copy, device, False)
+        if isinstance(refusal, BufferError):
+            ext_owner = view_from_extension_dtype(obj, None, &self._view)
+            if ext_owner is not None:
+                self.owner = ext_owner
+                return _finish_import(self, copy, device, False)
         # pyarrow refuses nulls and bit-packed booleans; its Arrow capsules
         # say why in our words (or unpack the booleans).
         if not _import_arrow_instead(self, obj, t, copy, device, dlpack_only):
@@ -690,16 +688,20 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, o
             try:
                 self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
             except (BufferError, TypeError):  # TypeError: a typekind no NumPy type has
-                if not _import_extension_interface(self, obj):
+                ext_owner = view_from_extension_interface(obj, &self._view)
+                if ext_owner is None:
                     raise
+                self.owner = ext_owner
             return _finish_import(self, copy, device, False)
         iface = getattr(obj, _IFACE, None)
         if iface is not None:
             try:
                 self.owner = view_from_array_interface(obj, iface, &self._view)
             except (BufferError, TypeError):  # TypeError: a typestr kind no NumPy type has
-                if not _import_extension_interface(self, obj):
+                ext_owner = view_from_extension_interface(obj, &self._view)
+                if ext_owner is None:
                     raise
+                self.owner = ext_owner
             return _finish_import(self, copy, device, False)
     # Arrow PyCapsule interface: after the array interfaces, which describe
     # the N-D object itself (Arrow sees a column of rows), and before the
@@ -722,85 +724,6 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, o
     raise TypeError(
         f"cannot wrap a '{t.__name__}' object: it implements none of __dlpack__, "
         "__array_struct__, __array_interface__, the buffer protocol or __array__")
-
-
-# NumPy kinds whose interface refusals stand as they are: NumPy's own numeric
-# types (refused for byte order or width) and the data DLPack cannot describe
-# (datetime, str, object, ...), whose refusal names the kind.  Extension dtypes
-# use 'V', 'f' (float8_e5m2) and kinds of their own ('W': ml_dtypes' complex32).
-cdef str _OWN_REFUSAL_KINDS = "biucmMOSUatT"
-
-
-cdef bint _import_extension_interface(DLPackArray self, object obj) except -1:
-    """Called when ``obj``'s array struct or interface was refused (BufferError,
-    or TypeError for a kind no NumPy type has): one of an extension dtype calls
-    its items opaque bytes ('|V1', '<V2'), a typestr no DLPack type matches
-    ('<f1') or a kind of its own ('W'), and its dtype names the type, as after
-    a refused ``__dlpack__``.  False: the refusal stands.  A NumPy scalar's
-    interfaces point into a temporary array, so a scalar
-    (ml_dtypes.bfloat16(2.0)) is imported as the 0-d array its ``__array__``
-    makes, the one its interfaces describe."""
-    kind = getattr(getattr(obj, "dtype", None), "kind", None)
-    if not isinstance(kind, str) or len(kind) != 1 or kind in _OWN_REFUSAL_KINDS:
-        return False
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(obj, numpy.generic):
-        return _import_extension_dtype(self, obj.__array__(), obj)
-    return _import_extension_dtype(self, obj, obj)
-
-
-cdef bint _import_extension_dtype(DLPackArray self, object obj, object named=None) except -1:
-    """Called when a producer with a NumPy dtype refused DLPack export.
-
-    NumPy refuses extension dtypes (ml_dtypes bfloat16 and float8) that
-    DLPack itself carries; their array interface calls the bytes opaque void,
-    and the dtype's name says what they are, so they are imported from there.
-    A dtype dlpackarray cannot hold at all (datetime64, str, object,
-    structured, ml_dtypes' sub-byte int4/float4_e2m1fn) raises BufferError
-    naming it, instead of NumPy's generic refusal.  Returns False when the
-    producer's BufferError should stand (no NumPy dtype, or one dlpackarray
-    supports that the producer refused for another reason, such as byte
-    order)."""
-    cdef DLDataType dt
-    np_dtype = getattr(obj, "dtype", None)
-    name = getattr(np_dtype, "name", None)
-    if (not isinstance(name, str) or not isinstance(getattr(np_dtype, "kind", None), str)
-            or name in _NUMPY_NATIVE_NAMES):
-        return False
-    supported = getattr(np_dtype, "fields", None) is None
-    reason = (f"dlpackarray exchanges whole-byte numeric types only; "
-              f"{supported_dtypes_text().decode()}")
-    if supported:
-        try:
-            dt = parse_dtype(name)
-        except BufferError as exc:
-            supported, reason = False, str(exc)  # a known type it cannot hold: why
-        except (TypeError, ValueError):
-            supported = False
-    if not supported:
-        raise BufferError(
-            f"cannot import a '{type(obj if named is None else named).__name__}' of dtype "
-            f"{name!r}: {reason}")
-    if getattr(np_dtype, "isnative", False) is not True:
-        return False  # byte-swapped: the producer's refusal names the byte order
-    if dtype_itemsize(dt) != getattr(np_dtype, "itemsize", -1):
-        return False
-    iface = getattr(obj, "__array_interface__", None)
-    if type(iface) is not dict:
-        # An exporter of __array_struct__ alone: its items, as unsigned bytes.
-        struct = getattr(obj, "__array_struct__", None)
-        if struct is None:
-            return False
-        self.owner = view_from_array_struct_items(obj, struct, &self._view)
-        self._view.dtype = dt
-        return True
-    opaque = dict(<dict>iface)
-    opaque["typestr"] = f"|u{np_dtype.itemsize}" if np_dtype.itemsize == 1 else \
-        f"{'<' if sys.byteorder == 'little' else '>'}u{np_dtype.itemsize}"
-    opaque.pop("descr", None)
-    self.owner = view_from_array_interface(obj, opaque, &self._view)
-    self._view.dtype = dt
-    return True
 
 
 cdef object _device_refused(object obj, tuple want, object copy, BaseException refusal):

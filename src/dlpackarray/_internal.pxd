@@ -36,8 +36,8 @@ from dlpackarray._exchange cimport (
 )
 from dlpackarray._array_interface cimport (
     call_array_method, export_array_interface, export_array_struct, export_numpy,
-    view_from_array_interface, view_from_array_struct_capsule, view_from_array_struct_items,
-    view_from_typed_buffer,
+    view_from_array_interface, view_from_array_struct_capsule, view_from_extension_dtype,
+    view_from_extension_interface, view_from_typed_buffer,
 )
 # (The Arrow C data and stream interfaces' structs: _crafted's test producers fill them.)
 from dlpackarray._arrow cimport (
