@@ -512,8 +512,8 @@ cdef object view_from_extension_interface(object obj, TensorView* out):
     or TypeError for a kind no NumPy type has): one of an extension dtype calls
     its items opaque bytes ('|V1', '<V2'), a typestr no DLPack type matches
     ('<f1') or a kind of its own ('W'), and its dtype names the type, as after
-    a refused ``__dlpack__``.  Returns the owner, or None: the refusal stands.  A NumPy scalar's
-    interfaces point into a temporary array, so a scalar
+    a refused ``__dlpack__``.  Returns the owner, or None: the refusal stands.
+    A NumPy scalar's interfaces point into a temporary array, so a scalar
     (ml_dtypes.bfloat16(2.0)) is imported as the 0-d array its ``__array__``
     makes, the one its interfaces describe."""
     kind = getattr(getattr(obj, "dtype", None), "kind", None)
@@ -535,9 +535,9 @@ cdef object view_from_extension_dtype(object obj, object named, TensorView* out)
     A dtype dlpackarray cannot hold at all (datetime64, str, object,
     structured, ml_dtypes' sub-byte int4/float4_e2m1fn) raises BufferError
     naming it, instead of NumPy's generic refusal.  Returns the owner, or None
-    when the producer's BufferError should stand (no NumPy dtype, or one dlpackarray
-    supports that the producer refused for another reason, such as byte
-    order)."""
+    when the producer's BufferError should stand (no NumPy dtype, or one
+    dlpackarray supports that the producer refused for another reason, such as
+    byte order)."""
     cdef DLDataType dt
     np_dtype = getattr(obj, "dtype", None)
     name = getattr(np_dtype, "name", None)
