@@ -320,12 +320,6 @@ cdef int _apply_capsule_requests(DLPackArray self, object capsule, object copy, 
     return done
 
 
-# The interface probes of _import_into look these names up on the instance,
-# as NumPy does (an exporter may set them per object).
-cdef str _CAI = "__cuda_array_interface__"
-cdef str _STRUCT = "__array_struct__"
-cdef str _IFACE = "__array_interface__"
-
 cdef extern from "Python.h":
     ctypedef struct _GetattroType "PyTypeObject":
         void* tp_getattro
@@ -340,7 +334,8 @@ cdef bint _lacks_interfaces(type t) noexcept:
     cdef PyTypeObject* tp = <PyTypeObject*>t
     return ((<_GetattroType*>tp).tp_getattro == <void*>PyObject_GenericGetAttr
             and tp.tp_dictoffset == 0
-            and not (type_has(t, _CAI) or type_has(t, _STRUCT) or type_has(t, _IFACE)))
+            and not (type_has(t, "__cuda_array_interface__") or type_has(t, "__array_struct__")
+                     or type_has(t, "__array_interface__")))
 
 
 cdef inline bint _may_subclass(type t) noexcept:
@@ -674,16 +669,15 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, o
     DLPackArray, capsule, buffer-only type, exchange table or ``__dlpack__``
     (same return value); ``methods`` is arrow_methods(type(obj)),
     ``no_interfaces`` _lacks_interfaces(type(obj))."""
-    cdef type t = <type>Py_TYPE(obj)
     if not no_interfaces:
         # Instance lookups, as NumPy does: exporters may set these per object.
         # CUDA array interface: after __dlpack__ (which carries the device
         # and stream protocol of its own), before the host-only interfaces.
-        cai = getattr(obj, _CAI, None)
+        cai = getattr(obj, "__cuda_array_interface__", None)
         if cai is not None:
             self.owner = view_from_cuda_array_interface(obj, cai, &self._view)
             return _finish_import(self, copy, device, False)
-        struct = getattr(obj, _STRUCT, None)
+        struct = getattr(obj, "__array_struct__", None)
         if struct is not None:
             try:
                 self.owner = view_from_array_struct_capsule(obj, struct, &self._view)
@@ -693,7 +687,7 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, o
                     raise
                 self.owner = ext_owner
             return _finish_import(self, copy, device, False)
-        iface = getattr(obj, _IFACE, None)
+        iface = getattr(obj, "__array_interface__", None)
         if iface is not None:
             try:
                 self.owner = view_from_array_interface(obj, iface, &self._view)
@@ -711,6 +705,7 @@ cdef int _import_by_instance_probes(DLPackArray self, object obj, object copy, o
     if PyObject_CheckBuffer(obj):
         self.owner = view_from_buffer(obj, &self._view)
         return _finish_import(self, copy, device, False)
+    cdef type t = <type>Py_TYPE(obj)
     if type_has(t, "__array__"):
         # Last resort: the object converts itself (usually to an ndarray),
         # which is then imported through its own richer protocol.
