@@ -62,7 +62,8 @@ timeout 120 $py -m benchmarks.gpu_b11 --out "$out/b11.md" 2>&1 | tail -20
 step "the CUDA-adjacent test files (fake driver beside a real one)"
 timeout 60 $py -m pytest -p no:cacheprovider -q -rs -n 8 tests/cuda/test_cuda_fake.py tests/cuda/test_cuda_streams.py \
     tests/cuda/test_cuda_abi.py tests/cuda/test_cuda_driver_layer.py tests/cuda/test_fake_cuda_model.py \
-    tests/arrow/test_arrow_cuda.py tests/cuda/test_pickle_cuda.py 2>&1 | tee "$out/test_cuda_fake.log" | tail -15
+    tests/arrow/test_arrow_cuda_export.py tests/arrow/test_arrow_cuda_import.py \
+    tests/cuda/test_pickle_cuda.py 2>&1 | tee "$out/test_cuda_fake.log" | tail -15
 
 step "the whole suite, 14 workers (this image's numpy/torch/jax versions)"
 timeout 150 $py -m pytest -p no:cacheprovider -q -rs -n 14 tests 2>&1 | tee "$out/suite.log" | tail -40

@@ -79,6 +79,7 @@ def layout(a) -> dict:
 
 def all_cases() -> dict[str, Case]:
     import cases_arrow
+    import cases_arrow_protocol
     import cases_arrow_request
     import cases_buffer
     import cases_dlpack
@@ -94,6 +95,7 @@ def all_cases() -> dict[str, Case]:
         cases_buffer,
         cases_protocols,
         cases_arrow,
+        cases_arrow_protocol,
         cases_arrow_request,
     )
     for module in modules:

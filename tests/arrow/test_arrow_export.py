@@ -271,7 +271,7 @@ def test_device_stream_yields_one_chunk_then_ends():
 
 def test_non_host_data_offers_only_device_methods():
     # What the device methods make of CUDA data (device, sync events, copies)
-    # is tested against the fake driver in test_arrow_cuda.py.
+    # is tested against the fake driver in test_arrow_cuda_export.py.
     import dlpack_ctypes as dc
 
     p = dc.Producer(

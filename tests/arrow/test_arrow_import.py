@@ -198,7 +198,7 @@ def test_record_batch_is_refused_as_a_struct():
 
 def test_device_array_on_a_device_without_sync_event_support_is_refused():
     # CUDA device arrays are imported (waiting on their sync_event):
-    # test_arrow_cuda.py, against the fake driver.
+    # test_arrow_cuda_import.py, against the fake driver.
     with pytest.raises(BufferError, match=r"device type 10 \(ROCm, id -1\)"):
         DLPackArray(DeviceArrayOnly(pa.array([1.0, 2.0]), device_type=10))
 

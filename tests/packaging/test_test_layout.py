@@ -108,3 +108,22 @@ def test_module_names_are_unique():
 
 def test_helpers_hold_no_test_module():
     assert not [p.name for p in HELPERS.rglob("test_*.py")]
+
+
+def test_scripts_name_only_test_files_that_exist():
+    # CI and the GPU script run chosen subsets by path; a moved test file
+    # would otherwise fail only where that script runs (a lent GPU machine).
+    import re
+
+    root = TESTS.parent
+    scripts = [p for d in (".ci", "tools") for p in sorted((root / d).iterdir()) if p.is_file()]
+    named = {
+        (script.relative_to(root).as_posix(), path)
+        for script in scripts
+        for path in re.findall(r"\btests/[\w/]+\.(?:py|c)\b", script.read_text())
+    }
+    assert named, "no script names a test file: the pattern no longer matches them"
+    missing = sorted(
+        f"{script} names {path}" for script, path in named if not (root / path).exists()
+    )
+    assert not missing, "; ".join(missing)
