@@ -12,6 +12,7 @@ import pytest
 from conftest import require
 
 from dlpackarray.cli import matrix as _matrix
+from dlpackarray.cli import matrix_report as _matrix_report
 from dlpackarray.cli import selfcheck as _report
 from dlpackarray.cli.matrix_cells import CONSUMERS
 
@@ -155,12 +156,14 @@ def test_matrix_tiny_subset_json_and_write(tmp_path):
     assert bf["status"] == "refused" and bf["whose"] == "numpy"
     # memoryview has no bfloat16 format: not a cell.
     assert ("memoryview", "numpy", "bfloat16 1-D") not in cells
-    assert doc["totals"] == _matrix.totals(doc["cells"])
+    assert doc["totals"] == _matrix_report.totals(doc["cells"])
     assert doc["cells"] == sorted(
         doc["cells"], key=lambda c: (c["consumer"], c["producer"], c["case"])
     )
     page = (tmp_path / "interop.md").read_text()
-    assert page == _matrix.render_markdown(json.loads((tmp_path / "interop.json").read_text()))
+    assert page == _matrix_report.render_markdown(
+        json.loads((tmp_path / "interop.json").read_text())
+    )
     # A fresh run agrees with what was written: the check passes ...
     proc = _tiny_matrix(tmp_path, "--check", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -170,7 +173,7 @@ def test_matrix_tiny_subset_json_and_write(tmp_path):
     proc = _tiny_matrix(tmp_path, "--check", str(tmp_path))
     assert proc.returncode == 1 and "edited by hand" in proc.stderr
     doc["cells"][0]["status"] = "copied"
-    _matrix.write(doc, str(tmp_path))
+    _matrix_report.write(doc, str(tmp_path))
     proc = _tiny_matrix(tmp_path, "--check", str(tmp_path))
     assert proc.returncode == 1 and "the matrix changed" in proc.stderr
 
@@ -183,7 +186,7 @@ def test_matrix_text_summary_and_progress(tmp_path):
     assert proc.returncode == 0, proc.stderr
     table, closing = proc.stdout.strip().split("\n\nCrashed and refused cells:\n")
     header, *rows = table.splitlines()
-    assert header.split() == ["consumer", *_matrix.STATUSES]
+    assert header.split() == ["consumer", *_matrix_report.STATUSES]
     assert rows[0].split() == ["numpy", "1", "0", "0", "0", "0"]
     assert rows[-1].split()[0] == "total"
     assert closing == "no cell crashed or was refused"
@@ -298,11 +301,11 @@ def _doc(*cells):
 
 
 def test_matrix_closing_report_lists_crashed_and_refused_cells_with_reasons():
-    C, R = _matrix.CRASHED, _matrix.REFUSED
+    C, R = _matrix_report.CRASHED, _matrix_report.REFUSED
     known = (C, "torch", "numpy", "f32 neg", "SIGABRT", "torch-negative-strides")
     refused = [(R, "jax", f"p{i}", "int8", "BufferError: no", "") for i in range(7)]
-    lines, unknown = _matrix.closing_report(
-        _doc(known, *refused, (_matrix.ZERO_COPY, "jax", "numpy", "int8", "", ""))
+    lines, unknown = _matrix_report.closing_report(
+        _doc(known, *refused, (_matrix_report.ZERO_COPY, "jax", "numpy", "int8", "", ""))
     )
     assert not unknown
     text = "\n".join(lines)
@@ -311,25 +314,25 @@ def test_matrix_closing_report_lists_crashed_and_refused_cells_with_reasons():
     assert "refused in jax (7): BufferError: no" in text
     assert "p0 [int8]" in text and "and 2 more" in text
     assert "zero-copy" not in text
-    lines, unknown = _matrix.closing_report(
+    lines, unknown = _matrix_report.closing_report(
         _doc(known, (C, "jax", "numpy", "int8", "the process died with SIGSEGV", ""))
     )
     assert unknown and "NOT a known limitation" in "\n".join(lines)
-    assert _matrix.closing_report(_doc())[0] == ["no cell crashed or was refused"]
+    assert _matrix_report.closing_report(_doc())[0] == ["no cell crashed or was refused"]
 
 
 def test_matrix_exits_non_zero_on_a_crash_that_is_not_a_known_limitation(monkeypatch, capsys):
     def fake_generate(**kwargs):
         cell = {
-            "status": _matrix.CRASHED,
+            "status": _matrix_report.CRASHED,
             "consumer": "numpy",
             "producer": "numpy",
             "case": "int8 1-D",
             "reason": "the process died with SIGSEGV in consume",
             "whose": "numpy",
         }
-        cell["see"] = _matrix._limitation(cell) or ""
-        return {"cells": [cell], "consumers": ["numpy"], "totals": _matrix.totals([cell])}
+        cell["see"] = _matrix_report._limitation(cell) or ""
+        return {"cells": [cell], "consumers": ["numpy"], "totals": _matrix_report.totals([cell])}
 
     monkeypatch.setattr(_matrix, "generate", fake_generate)
     assert _matrix.main(["--quick"]) == _matrix.UNKNOWN_CRASH_STATUS

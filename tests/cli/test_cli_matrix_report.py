@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dlpackarray.cli import matrix as _matrix
+from dlpackarray.cli import matrix_report as _matrix_report
 
 
 def run_matrix(*args: str, env: dict | None = None, hide: tuple[str, ...] = (), tmp=None):
@@ -36,13 +37,19 @@ def test_closing_report_lists_every_crashed_cell_and_summarises_refusals():
     """Nine crashes with one reason: all nine cells are listed; nine refusals: five and
     "and 4 more"."""
     crashed = [
-        _cell(_matrix.CRASHED, "jax", f"p{i}", "int8", "the process died with SIGSEGV in consume")
+        _cell(
+            _matrix_report.CRASHED,
+            "jax",
+            f"p{i}",
+            "int8",
+            "the process died with SIGSEGV in consume",
+        )
         for i in range(9)
     ]
     refused = [
-        _cell(_matrix.REFUSED, "numpy", f"q{i}", "int8", "BufferError: no") for i in range(9)
+        _cell(_matrix_report.REFUSED, "numpy", f"q{i}", "int8", "BufferError: no") for i in range(9)
     ]
-    lines, unknown = _matrix.closing_report({"cells": crashed + refused})
+    lines, unknown = _matrix_report.closing_report({"cells": crashed + refused})
     assert unknown
     text = "\n".join(lines)
     assert "crashed in jax (9): the process died with SIGSEGV in consume" in text
@@ -123,11 +130,11 @@ def test_summary_says_not_installed_for_a_missing_consumer():
     its PyPI name; an installed one with cells keeps its counts."""
     doc = {
         "consumers": ["numpy", "tvm-ffi"],
-        "cells": [_cell(_matrix.ZERO_COPY, "numpy", "numpy", "int8 1-D", "")],
-        "totals": {s: 0 for s in _matrix.STATUSES} | {_matrix.ZERO_COPY: 1},
+        "cells": [_cell(_matrix_report.ZERO_COPY, "numpy", "numpy", "int8 1-D", "")],
+        "totals": {s: 0 for s in _matrix_report.STATUSES} | {_matrix_report.ZERO_COPY: 1},
         "not_installed": {"producers": ["pydlpack"], "consumers": ["tvm-ffi"]},
     }
-    lines = _matrix.summary_table(doc).splitlines()
+    lines = _matrix_report.summary_table(doc).splitlines()
     assert lines[1].split() == ["numpy", "1", "0", "0", "0", "0"]
     assert lines[2].split() == ["tvm-ffi", "not", "installed", "(pip", "install", "apache-tvm-ffi)"]
     assert lines[-1] == "producers not installed: pydlpack (pip install pydlpack)"

@@ -13,6 +13,7 @@ import pytest
 from conftest import require
 
 from dlpackarray.cli import matrix as _matrix
+from dlpackarray.cli import matrix_report as _matrix_report
 
 CONSUMERS = ["numpy", "memoryview"]
 CASES = ["int8 1-D", "int16 1-D", "int32 1-D"]
@@ -44,7 +45,7 @@ def test_one_worker_per_job_runs_every_consumer(started):
     doc = _run(jobs=1)
     assert len(started) == 1
     assert len(doc["cells"]) == len(CONSUMERS) * 2 * len(CASES)
-    assert doc["totals"][_matrix.ZERO_COPY] == len(doc["cells"])
+    assert doc["totals"][_matrix_report.ZERO_COPY] == len(doc["cells"])
 
 
 def test_a_crash_costs_one_cell_and_one_fresh_worker(started, monkeypatch):
@@ -53,10 +54,10 @@ def test_a_crash_costs_one_cell_and_one_fresh_worker(started, monkeypatch):
     require("numpy", "builds the reference arrays")
     monkeypatch.setenv("DLPACKARRAY_MATRIX_ABORT_CASE", "int16 1-D")
     doc = _run(jobs=1)
-    crashed = [c for c in doc["cells"] if c["status"] == _matrix.CRASHED]
+    crashed = [c for c in doc["cells"] if c["status"] == _matrix_report.CRASHED]
     assert len(crashed) == len(CONSUMERS) * 2
     assert all(c["case"] == "int16 1-D" and "SIGABRT" in c["reason"] for c in crashed)
     assert len(started) == 1 + len(crashed)
     fine = [c for c in doc["cells"] if c["case"] != "int16 1-D"]
     assert len(fine) == len(CONSUMERS) * 2 * 2
-    assert all(c["status"] == _matrix.ZERO_COPY for c in fine)
+    assert all(c["status"] == _matrix_report.ZERO_COPY for c in fine)

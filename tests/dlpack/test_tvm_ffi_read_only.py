@@ -18,11 +18,13 @@ import textwrap
 from conftest import require, run_python
 
 from dlpackarray.cli import matrix as _matrix
+from dlpackarray.cli import matrix_report as _matrix_report
 
 PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "limitations.md"
 UPDATE = (
     "the installed tvm-ffi no longer behaves as docs/limitations.md#tvm-ffi-read-only says: "
-    "update that section, the matrix note (LIMITATIONS in dlpackarray/cli/matrix.py) and this test"
+    "update that section, the matrix note (LIMITATIONS in dlpackarray/cli/matrix_report.py) "
+    "and this test"
 )
 
 
@@ -80,18 +82,21 @@ def test_write_through_tvm_ffi_into_a_read_only_mapping_faults():
 
 def test_matrix_marks_read_only_data_taken_by_tvm_ffi():
     """A zero-copy cell of read-only data into tvm-ffi (or torch) points at its section."""
-    cell = {"consumer": "tvm-ffi", "case": "float32 read-only", "status": _matrix.ZERO_COPY}
-    assert _matrix._limitation({**cell, "readonly": True}) == "tvm-ffi-read-only"
-    assert _matrix._limitation({**cell, "readonly": False}) is None
-    assert _matrix._limitation({**cell, "readonly": True, "status": _matrix.COPIED}) is None
+    cell = {"consumer": "tvm-ffi", "case": "float32 read-only", "status": _matrix_report.ZERO_COPY}
+    assert _matrix_report._limitation({**cell, "readonly": True}) == "tvm-ffi-read-only"
+    assert _matrix_report._limitation({**cell, "readonly": False}) is None
+    assert (
+        _matrix_report._limitation({**cell, "readonly": True, "status": _matrix_report.COPIED})
+        is None
+    )
     torch_cell = {**cell, "consumer": "torch", "readonly": True}
-    assert _matrix._limitation(torch_cell) == "torch-read-only"
+    assert _matrix_report._limitation(torch_cell) == "torch-read-only"
 
 
 def test_every_matrix_note_is_a_section_of_the_page():
     """Each limitation the matrix can cite is a label on docs/limitations.md."""
     text = PAGE.read_text(encoding="utf-8")
-    missing = [key for key in _matrix.LIMITATIONS if f"({key})=" not in text]
+    missing = [key for key in _matrix_report.LIMITATIONS if f"({key})=" not in text]
     assert not missing, missing
 
 
@@ -107,5 +112,5 @@ def test_matrix_cells_of_read_only_data_into_tvm_ffi_carry_the_note():
     cells = doc["cells"]
     assert len(cells) == 2, cells
     for cell in cells:
-        assert cell["status"] == _matrix.ZERO_COPY, (UPDATE, cell)
+        assert cell["status"] == _matrix_report.ZERO_COPY, (UPDATE, cell)
         assert cell["see"] == "tvm-ffi-read-only", cell

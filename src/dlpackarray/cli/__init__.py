@@ -4,6 +4,7 @@
 a fresh interpreter): a user of the library does not load the tool's argument parsing,
 reports and worker pool.  :mod:`.main` dispatches the sub-commands to :mod:`.selfcheck`,
 :mod:`.inspect`, :mod:`.matrix` (its producers, consumers and cases are in
-:mod:`.matrix_cells`) and :mod:`.conform`; the conformance rules themselves are the
-library's :mod:`dlpackarray.testing`.
+:mod:`.matrix_cells`, its statuses and reports in :mod:`.matrix_report`) and
+:mod:`.conform`; the conformance rules themselves are the library's
+:mod:`dlpackarray.testing`.
 """

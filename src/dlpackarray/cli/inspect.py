@@ -17,6 +17,7 @@ import textwrap
 from collections.abc import Sequence
 
 from dlpackarray.cli.matrix import _clean
+from dlpackarray.cli.matrix_report import COPIED, REFUSED, ZERO_COPY
 from dlpackarray.cli.packages import install_names
 
 #: Names EXPR may use without importing them.
@@ -160,18 +161,18 @@ def _probe(consumer, a) -> dict:
     if consumer.name == "torch" and any(s < 0 for s in a.strides) and a.size > 1:
         return {
             **row,
-            "status": matrix.REFUSED,
+            "status": REFUSED,
             "reason": "torch aborts on negative strides: not tried (use a.copy() first)",
         }
     first = a.data_ptr + a.byte_offset
     try:
         _result, addr, _ = consumer.consume(a)
     except Exception as exc:
-        return {**row, "status": matrix.REFUSED, "reason": _reason(exc)}
+        return {**row, "status": REFUSED, "reason": _reason(exc)}
     if a.size == 0 or addr == first:
         note = IGNORES_READ_ONLY.get(consumer.name, "") if a.readonly and a.size else ""
-        return {**row, "status": matrix.ZERO_COPY, "reason": note}
-    return {**row, "status": matrix.COPIED, "reason": "the result does not share the memory"}
+        return {**row, "status": ZERO_COPY, "reason": note}
+    return {**row, "status": COPIED, "reason": "the result does not share the memory"}
 
 
 def inspect(source: str) -> dict:
