@@ -9,7 +9,7 @@ against ``to_numpy_ndarray()``.
 
 Every case names its floor (``Case.floor``): the least any implementation can
 cost on that route.  Export floors are a minimal producer compiled at setup
-(``benchmarks/capi/b9_floor.c``: two malloc'ed structs in two capsules, a
+(``benchmarks/capi/b9_floor_*.c``: two malloc'ed structs in two capsules, a
 reference kept, nothing else) read by the same consumer; import floors are a
 minimal C consumer of the same producer (move the struct out, read the data
 pointer), or the consumer reading the producer's own capsule directly.  The
@@ -34,7 +34,17 @@ from benchmarks.harness import Case, Contender, Target
 
 KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
 SIZES = (KB, MB, 64 * MB, GB)
-FLOOR_SOURCE = pathlib.Path(__file__).parent / "capi" / "b9_floor.c"
+_CAPI_DIR = pathlib.Path(__file__).parent / "capi"
+# The floor module's C files (b9_floor.h: what they share), in a fixed build order.
+FLOOR_SOURCES = tuple(
+    _CAPI_DIR / name
+    for name in (
+        "b9_floor_module.c",
+        "b9_floor_arrow_producer.c",
+        "b9_floor_arrow_consumer.c",
+        "b9_floor_dlpack.c",
+    )
+)
 _floor_module: list = []  # built once per process
 
 
@@ -46,13 +56,13 @@ def _label(nbytes: int) -> str:
 
 
 def floor_module():
-    """The B9 floor extension (b9_floor.c), compiled on first use."""
+    """The B9 floor extension (``FLOOR_SOURCES``), compiled on first use."""
     if not _floor_module:
         import dlpackarray
         from benchmarks.cases_capi import _compile
 
         # The DLPack declarations come from the package's own header.
-        _floor_module.append(_compile("b9_floor", FLOOR_SOURCE, [dlpackarray.get_include()], []))
+        _floor_module.append(_compile("b9_floor", FLOOR_SOURCES, [dlpackarray.get_include()], []))
     return _floor_module[0]
 
 

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
 
 from benchmarks.harness import Case, Contender, Target
 
@@ -56,14 +57,23 @@ def _compiler() -> str:
     return path
 
 
-def _compile(name: str, source: pathlib.Path, include: list[str], link: list[str]):
-    """Builds ``source`` into the extension module ``name`` and imports it."""
+def _compile(
+    name: str,
+    sources: pathlib.Path | Sequence[pathlib.Path],
+    include: list[str],
+    link: list[str],
+):
+    """Builds ``sources`` (one C file or several) into the extension module ``name``
+    and imports it."""
     import importlib.util
+
+    if isinstance(sources, os.PathLike):
+        sources = [sources]
 
     out = os.path.join(_build_dir(), name + sysconfig.get_config_var("EXT_SUFFIX"))
     cmd = [_compiler(), "-std=gnu11", "-O2", "-shared", "-fPIC"]
     cmd += [f"-I{d}" for d in [sysconfig.get_paths()["include"], *include]]
-    cmd += [str(source), "-o", out, *link]
+    cmd += [*map(str, sources), "-o", out, *link]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(f"build of {name} failed: {proc.stderr.strip()[-2000:]}")

@@ -135,8 +135,13 @@ def test_the_toolchain_file_targets_aarch64_linux():
 
 def test_the_fake_cuda_driver_is_cross_built_with_the_helpers_flags():
     """The CUDA tests under emulation load a cross-compiled fake driver; it must be built
-    as tests/helpers/fake_cuda builds it natively (-Werror included)."""
+    as tests/helpers/fake_cuda builds it natively (-Werror included), from the same
+    sources."""
     import fake_cuda
 
-    line = next(ln for ln in _script().splitlines() if "aarch64-linux-gnu-gcc" in ln)
-    assert " ".join(fake_cuda.FLAGS) in line
+    command = next(
+        c for c in _script().replace("\\\n", " ").splitlines() if "aarch64-linux-gnu-gcc" in c
+    )
+    assert " ".join(fake_cuda.FLAGS) in command
+    named = re.findall(r'"\$fake_cuda/([\w.]+)"', command)
+    assert named == [source.name for source in fake_cuda.SOURCES]

@@ -1,10 +1,10 @@
 """The fake CUDA driver of the tests: build it, drive it, make CUDA objects on it.
 
-``build(directory)`` compiles ``fake_cuda.c`` with the system C compiler (or copies the
-one ``DLPACKARRAY_FAKE_CUDA_PREBUILT`` names, compiled elsewhere: a cross-compiled
-aarch64 build for a test run without a compiler, .ci/aarch64); ``FakeCuda(path)`` loads
-it (the same library the core dlopens when ``DLPACKARRAY_CUDA_DRIVER`` names it, so both
-see one state).
+``build(directory)`` compiles the C files ``SOURCES`` names with the system C compiler (or
+copies the library ``DLPACKARRAY_FAKE_CUDA_PREBUILT`` names, compiled elsewhere: a
+cross-compiled aarch64 build for a test run without a compiler, .ci/aarch64);
+``FakeCuda(path)`` loads it (the same library the core dlopens when
+``DLPACKARRAY_CUDA_DRIVER`` names it, so both see one state).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import shutil
 import subprocess
 
 HERE = pathlib.Path(__file__).parent
-SOURCE = HERE / "fake_cuda.c"
+# The translation units of the fake driver, in link order (state.h: what they share).
+SOURCES = tuple(HERE / name for name in ("driver.c", "contexts.c", "memory.c", "streams.c"))
 
 KIND_DEVICE, KIND_HOST, KIND_MANAGED = 0, 1, 2
 CU_STREAM_NON_BLOCKING = 1
@@ -57,7 +58,7 @@ def build(directory: os.PathLike) -> pathlib.Path:
     if cc is None:
         raise RuntimeError("no C compiler found to build the fake CUDA driver")
     subprocess.run(
-        [cc, *FLAGS, "-o", str(out), str(SOURCE)],
+        [cc, *FLAGS, "-o", str(out), *map(str, SOURCES)],
         check=True,
         capture_output=True,
         text=True,

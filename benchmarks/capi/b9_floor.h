@@ -1,0 +1,92 @@
+/* What the parts of the B9 floor module share (b9_floor_module.c: the floors
+ * and which file holds each): the Arrow structs, the wrapper types and
+ * constructors one file lends another, and the names interned at init. */
+#ifndef B9_FLOOR_H
+#define B9_FLOOR_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlpackarray/dlpack_abi.h"
+
+/* Struct layouts follow the Arrow C data and C device data interfaces and
+ * DLPack 1.x. */
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+#define ARROW_DEVICE_CPU 1
+
+struct ArrowDeviceArray {
+  struct ArrowArray array;
+  int64_t device_id;
+  int32_t device_type;
+  void* sync_event;
+  int64_t reserved[3];
+};
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema*);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray*);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+/* What one file lends another is hidden, as a static would be: the module
+ * exports PyInit_b9_floor alone. */
+#pragma GCC visibility push(hidden)
+
+/* b9_floor_arrow_producer.c */
+extern PyTypeObject b9_ProducerType;
+extern PyTypeObject b9_HostProducerType;
+extern PyTypeObject b9_TensorProducerType;
+
+/* b9_floor_dlpack.c; the names are built in the module's init. */
+extern PyTypeObject b9_DLPackBufferWrapType;
+extern PyTypeObject b9_DLPackSpecWrapType;
+extern PyObject* b9_dlpack_name;        /* "__dlpack__" */
+extern PyObject* b9_dlpack_kwnames;     /* ("max_version",) */
+extern PyObject* b9_dlpack_max_version; /* (1, 3) */
+extern PyObject* b9_dlpack_device_name; /* "__dlpack_device__" */
+/* Every wrapper type's constructors (ArrowSpecWrap's too). */
+PyObject* b9_wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
+                             PyObject* kwnames);
+PyObject* b9_wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw);
+
+/* b9_floor_arrow_consumer.c; the names are interned in the module's init. */
+extern PyTypeObject b9_ArrowSpecWrapType;
+extern PyObject* b9_arrow_array_name;        /* "__arrow_c_array__" */
+extern PyObject* b9_arrow_device_array_name; /* "__arrow_c_device_array__" */
+PyObject* b9_make_arrow_wrap(PyTypeObject* type, PyObject* obj);
+PyObject* b9_consume_arrow(PyObject* mod, PyObject* obj);
+PyObject* b9_consume_arrow_device(PyObject* mod, PyObject* obj);
+
+#pragma GCC visibility pop
+
+#endif
