@@ -111,3 +111,33 @@ def test_no_benchmark_results_are_tracked():
     ).stdout.split()
     assert tracked == []
     assert "benchmarks/results" in _pyproject()["tool"]["scikit-build"]["sdist"]["exclude"]
+
+
+def test_code_files_stay_small():
+    """Every tracked source, header, script and test file holds at most 800 lines: a file
+    that grows past it has taken on a second job and is split by job (generated data
+    and corpora are not code)."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (a checkout used without it)")
+    suffixes = (".py", ".pyx", ".pxd", ".pyi", ".c", ".cpp", ".h", ".hpp", ".cu", ".sh")
+    tracked = subprocess.run(
+        ["git", "ls-files", "src", "cpp", "tests", "benchmarks", "tools", ".ci", "fuzz", "cmake"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    code = [p for p in tracked if p.endswith(suffixes) or p.startswith(".ci/")]
+    assert len(code) > 100, "the listing found too few files to check"
+    long = {}
+    for path in code:
+        file = ROOT / path
+        if file.is_file():
+            lines = file.read_bytes().count(b"\n")
+            if lines > 800:
+                long[path] = lines
+    assert long == {}

@@ -111,7 +111,7 @@ def test_arrow_baselines_conform():
     # The corpus's Arrow wrappers with no bug switched on pass every rule they reach,
     # the pretend CUDA device array (a sync event handle behind sync_event) included.
     require("pyarrow", "the corpus's Arrow wrappers")
-    from conform_corpus import ArrowArray, ArrowCudaArray
+    from conform_corpus_arrow import ArrowArray, ArrowCudaArray
 
     for obj in (ArrowArray(), ArrowCudaArray()):
         report = check_conformance(obj)
