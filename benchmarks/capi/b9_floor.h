@@ -1,6 +1,7 @@
 /* What the parts of the B9 floor module share (b9_floor_module.c: the floors
- * and which file holds each): the Arrow structs, the wrapper types and
- * constructors one file lends another, and the names interned at init. */
+ * and which file holds each): the Arrow structs, the wrapper types one file
+ * lends another, the names interned at init and the wrappers' argument
+ * checks. */
 #ifndef B9_FLOOR_H
 #define B9_FLOOR_H
 
@@ -74,19 +75,37 @@ extern PyObject* b9_dlpack_name;        /* "__dlpack__" */
 extern PyObject* b9_dlpack_kwnames;     /* ("max_version",) */
 extern PyObject* b9_dlpack_max_version; /* (1, 3) */
 extern PyObject* b9_dlpack_device_name; /* "__dlpack_device__" */
-/* Every wrapper type's constructors (ArrowSpecWrap's too). */
-PyObject* b9_wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
-                             PyObject* kwnames);
-PyObject* b9_wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw);
 
 /* b9_floor_arrow_consumer.c; the names are interned in the module's init. */
 extern PyTypeObject b9_ArrowSpecWrapType;
 extern PyObject* b9_arrow_array_name;        /* "__arrow_c_array__" */
 extern PyObject* b9_arrow_device_array_name; /* "__arrow_c_device_array__" */
-PyObject* b9_make_arrow_wrap(PyTypeObject* type, PyObject* obj);
 PyObject* b9_consume_arrow(PyObject* mod, PyObject* obj);
 PyObject* b9_consume_arrow_device(PyObject* mod, PyObject* obj);
 
 #pragma GCC visibility pop
+
+/* A wrapper type takes one positional argument.  Each type's constructors
+ * live in the file of its own constructor, so a floor's call path stays in
+ * one translation unit (what a compiler may inline, as in a consumer's own
+ * code); these give them the argument, or NULL with the TypeError. */
+static inline PyObject* b9_only_argument(PyObject* type, PyObject* const* args, size_t nargsf,
+                                         PyObject* kwnames) {
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+    PyErr_Format(PyExc_TypeError, "%s takes one positional argument",
+                 ((PyTypeObject*)type)->tp_name);
+    return NULL;
+  }
+  return args[0];
+}
+
+/* The same for calls that bring an argument tuple (PyObject_Call). */
+static inline PyObject* b9_only_item(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
+    PyErr_Format(PyExc_TypeError, "%s takes one positional argument", type->tp_name);
+    return NULL;
+  }
+  return PyTuple_GET_ITEM(args, 0);
+}
 
 #endif

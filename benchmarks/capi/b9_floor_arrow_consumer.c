@@ -138,7 +138,7 @@ typedef struct {
   Py_ssize_t strides[1];
 } ArrowSpecWrap;
 
-PyObject* b9_make_arrow_wrap(PyTypeObject* type, PyObject* obj) {
+static PyObject* make_arrow_wrap(PyTypeObject* type, PyObject* obj) {
   PyObject* res = call_method_noargs(b9_arrow_array_name, obj);
   if (res == NULL) return NULL;
   if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
@@ -191,6 +191,18 @@ static int arrow_wrap_getbuffer(ArrowSpecWrap* self, Py_buffer* view, int flags)
   return 0;
 }
 
+/* ArrowSpecWrap's constructors, as the DLPack wrappers' (b9_only_argument). */
+static PyObject* arrow_wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
+                                       PyObject* kwnames) {
+  PyObject* obj = b9_only_argument(type, args, nargsf, kwnames);
+  return obj == NULL ? NULL : make_arrow_wrap((PyTypeObject*)type, obj);
+}
+
+static PyObject* arrow_wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  PyObject* obj = b9_only_item(type, args, kw);
+  return obj == NULL ? NULL : make_arrow_wrap(type, obj);
+}
+
 static void arrow_wrap_dealloc(ArrowSpecWrap* self) {
   if (self->array.release != NULL) self->array.release(&self->array);
   PyObject_Free(self);
@@ -204,8 +216,8 @@ PyTypeObject b9_ArrowSpecWrapType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.ArrowSpecWrap",
     .tp_basicsize = sizeof(ArrowSpecWrap),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = b9_wrap_new,
-    .tp_vectorcall = b9_wrap_vectorcall,
+    .tp_new = arrow_wrap_new,
+    .tp_vectorcall = arrow_wrap_vectorcall,
     .tp_dealloc = (destructor)arrow_wrap_dealloc,
     .tp_as_buffer = &arrow_wrap_as_buffer,
 };

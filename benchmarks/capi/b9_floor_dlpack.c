@@ -1,6 +1,5 @@
-/* B9's DLPack import floors: DLPackBufferWrap and DLPackSpecWrap, and the
- * constructors every wrapper type shares (b9_floor_module.c: what each one
- * measures). */
+/* B9's DLPack import floors: DLPackBufferWrap and DLPackSpecWrap
+ * (b9_floor_module.c: what each one measures). */
 #include "b9_floor.h"
 
 /* -- DLPack buffer wrapper ------------------------------------------------ */
@@ -155,29 +154,17 @@ static PyObject* make_wrap(PyTypeObject* type, PyObject* obj) {
   return (PyObject*)self;
 }
 
-/* The wrapper types called with one object: the Arrow one or a DLPack one. */
-static PyObject* make_any(PyTypeObject* type, PyObject* obj) {
-  return type == &b9_ArrowSpecWrapType ? b9_make_arrow_wrap(type, obj) : make_wrap(type, obj);
-}
-
-/* Every wrapper type called through its vectorcall: no argument tuple. */
-PyObject* b9_wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
-                             PyObject* kwnames) {
-  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
-    PyErr_Format(PyExc_TypeError, "%s takes one positional argument",
-                 ((PyTypeObject*)type)->tp_name);
-    return NULL;
-  }
-  return make_any((PyTypeObject*)type, args[0]);
+/* The DLPack wrapper types called through their vectorcall: no argument tuple. */
+static PyObject* wrap_vectorcall(PyObject* type, PyObject* const* args, size_t nargsf,
+                                 PyObject* kwnames) {
+  PyObject* obj = b9_only_argument(type, args, nargsf, kwnames);
+  return obj == NULL ? NULL : make_wrap((PyTypeObject*)type, obj);
 }
 
 /* The same for calls that bring an argument tuple (PyObject_Call). */
-PyObject* b9_wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
-  if ((kw != NULL && PyDict_GET_SIZE(kw) != 0) || PyTuple_GET_SIZE(args) != 1) {
-    PyErr_Format(PyExc_TypeError, "%s takes one positional argument", type->tp_name);
-    return NULL;
-  }
-  return make_any(type, PyTuple_GET_ITEM(args, 0));
+static PyObject* wrap_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  PyObject* obj = b9_only_item(type, args, kw);
+  return obj == NULL ? NULL : make_wrap(type, obj);
 }
 
 static void wrap_dealloc(DLPackBufferWrap* self) {
@@ -194,8 +181,8 @@ PyTypeObject b9_DLPackBufferWrapType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.DLPackBufferWrap",
     .tp_basicsize = sizeof(DLPackBufferWrap),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = b9_wrap_new,
-    .tp_vectorcall = b9_wrap_vectorcall,
+    .tp_new = wrap_new,
+    .tp_vectorcall = wrap_vectorcall,
     .tp_dealloc = (destructor)wrap_dealloc,
     .tp_as_buffer = &wrap_as_buffer,
 };
@@ -204,8 +191,8 @@ PyTypeObject b9_DLPackSpecWrapType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "b9_floor.DLPackSpecWrap",
     .tp_basicsize = sizeof(DLPackBufferWrap),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = b9_wrap_new,
-    .tp_vectorcall = b9_wrap_vectorcall,
+    .tp_new = wrap_new,
+    .tp_vectorcall = wrap_vectorcall,
     .tp_dealloc = (destructor)wrap_dealloc,
     .tp_as_buffer = &wrap_as_buffer,
 };
