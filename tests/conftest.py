@@ -107,6 +107,19 @@ def assert_clean_exit(proc, what: str = "child") -> None:
     )
 
 
+def run_scenario_on_fake_driver(test_file: str, name: str, driver) -> None:
+    """Runs ``scenario_<name>()`` of the test module at ``test_file`` in a child interpreter
+    whose CUDA driver is the fake ``driver`` (its "device" memory faults on a host read, so
+    a stray read fails this one test), and fails on any unclean exit."""
+    module = Path(test_file)
+    code = (
+        f"import sys; sys.path.insert(0, {str(module.parent)!r}); "
+        f"import {module.stem} as t; t.scenario_{name}()"
+    )
+    proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)
+    assert_clean_exit(proc, name)
+
+
 # pytest-xdist workers each collect the suite and must agree on every test id; an id
 # made from a default repr ("<memoryview at 0x7f...>") differs per process and
 # stops a parallel run at collection (first seen on the real-GPU machine's 14-worker run).
@@ -120,6 +133,16 @@ def pytest_collection_modifyitems(config, items):
             "test ids hold memory addresses, which differ between processes "
             "(give the parametrize ids): " + ", ".join(unstable[:5])
         )
+
+
+@pytest.fixture(scope="session")
+def fake_driver(tmp_path_factory):
+    """The fake CUDA driver (tests/helpers/fake_cuda), built once.  Every test loads it in
+    a child interpreter of its own, so no two tests share its state.  Fails (never skips)
+    when it cannot be built: it gates the CUDA tests of every CI run."""
+    import fake_cuda
+
+    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda"))
 
 
 @pytest.fixture(autouse=True, scope="module")

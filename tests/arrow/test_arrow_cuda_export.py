@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import pathlib
 import weakref
 
 import numpy as np
-import pytest
 from arrow_ctypes import (
     DEVICE_STREAM_GET_NEXT,
     DEVICE_STREAM_GET_SCHEMA,
@@ -47,30 +45,13 @@ from arrow_device_capsules import (
     _release,
     _values,
 )
-from conftest import assert_clean_exit, require, run_python
-
-HERE = pathlib.Path(__file__).resolve().parent
-HELPERS = HERE.parent / "helpers"
-
+from conftest import require, run_scenario_on_fake_driver
 
 # -- running scenarios -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    import fake_cuda
-
-    # Fails (never skips) when the fake driver cannot be built, as in test_cuda_fake.
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_arrow"))
-
-
 def run_scenario(name: str, driver) -> None:
-    code = (
-        f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HELPERS)!r}]; "
-        f"import test_arrow_cuda_export as t; t.scenario_{name}()"
-    )
-    proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)
-    assert_clean_exit(proc, name)
+    run_scenario_on_fake_driver(__file__, name, driver)
 
 
 # -- export --------------------------------------------------------------------------------

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import pathlib
 
 import numpy as np
-import pytest
 from arrow_ctypes import ArrowDeviceArray, struct_of
 from arrow_device_capsules import (
     CUDA,
@@ -36,30 +34,13 @@ from arrow_device_capsules import (
     _release,
     _schema,
 )
-from conftest import assert_clean_exit, run_python
-
-HERE = pathlib.Path(__file__).resolve().parent
-HELPERS = HERE.parent / "helpers"
-
+from conftest import run_scenario_on_fake_driver
 
 # -- running scenarios -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    import fake_cuda
-
-    # Fails (never skips) when the fake driver cannot be built, as in test_cuda_fake.
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_arrow"))
-
-
 def run_scenario(name: str, driver) -> None:
-    code = (
-        f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HELPERS)!r}]; "
-        f"import test_arrow_cuda_import as t; t.scenario_{name}()"
-    )
-    proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)
-    assert_clean_exit(proc, name)
+    run_scenario_on_fake_driver(__file__, name, driver)
 
 
 # -- import --------------------------------------------------------------------------------

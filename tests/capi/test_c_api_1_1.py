@@ -15,7 +15,6 @@ import sys
 import textwrap
 
 import c_api_ctypes as capi
-import fake_cuda
 import numpy as np
 import pytest
 from conftest import assert_clean_exit, run_python
@@ -107,11 +106,6 @@ from dlpackarray import DLPackArray
 f = FakeCuda(os.environ["DLPACKARRAY_CUDA_DRIVER"])
 result = {{}}
 """
-
-
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_capi"))
 
 
 def _child(driver, body):

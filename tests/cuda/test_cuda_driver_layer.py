@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import pathlib
 
-import fake_cuda
 import pytest
 from conftest import assert_clean_exit, require, run_python
 
 HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
-
-
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_driver_layer"))
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pathlib
 
-import fake_cuda
 import pytest
 from conftest import assert_clean_exit, run_python
 
@@ -24,11 +23,6 @@ CHECKS = [
     "work_on_freed_memory_is_an_async_error",
     "forked_child_cannot_use_the_driver",
 ]
-
-
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_model"))
 
 
 @pytest.mark.parametrize("name", CHECKS)

@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import pathlib
 
-import fake_cuda
 import pytest
 from conftest import assert_clean_exit, run_python
 
 HELPERS = pathlib.Path(__file__).resolve().parents[1] / "helpers"
-
-
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    # Fails (never skips) when the fake driver cannot be built: it gates CI.
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda_pickle"))
 
 
 def run(name, driver, **env):

@@ -15,13 +15,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HELPERS = ROOT / "tests" / "helpers"
 
 
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    import fake_cuda
-
-    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda"))
-
-
 @pytest.mark.parametrize(
     "name", ["dlpackarray_on_device_memory_conforms", "cuda_interface_only_object_conforms"]
 )
