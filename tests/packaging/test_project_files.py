@@ -23,6 +23,19 @@ def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
+def _tracked(*paths: str) -> list:
+    """The files git tracks under ``paths``; skips outside a git checkout (an sdist)."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (a checkout used without it)")
+    return subprocess.run(
+        ["git", "ls-files", *paths], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+
+
 def test_changelog_keeps_a_changelog_format():
     text = (ROOT / "CHANGELOG.md").read_text()
     assert text.startswith("# Changelog\n")
@@ -96,20 +109,7 @@ def test_benchmark_results_are_written_outside_the_source_tree():
 
 def test_no_benchmark_results_are_tracked():
     """Generated results (JSON, tables, plots) stay out of git and out of the sdist."""
-    import subprocess
-
-    if not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout")
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed (a checkout used without it)")
-    tracked = subprocess.run(
-        ["git", "ls-files", "benchmarks/results", "dlpackarray-bench-*"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert tracked == []
+    assert _tracked("benchmarks/results", "dlpackarray-bench-*") == []
     assert "benchmarks/results" in _pyproject()["tool"]["scikit-build"]["sdist"]["exclude"]
 
 
@@ -117,20 +117,8 @@ def test_code_files_stay_small():
     """Every tracked source, header, script and test file holds at most 800 lines: a file
     that grows past it has taken on a second job and is split by job (generated data
     and corpora are not code)."""
-    import subprocess
-
-    if not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout")
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed (a checkout used without it)")
     suffixes = (".py", ".pyx", ".pxd", ".pyi", ".c", ".cpp", ".h", ".hpp", ".cu", ".sh")
-    tracked = subprocess.run(
-        ["git", "ls-files", "src", "cpp", "tests", "benchmarks", "tools", ".ci", "fuzz", "cmake"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    tracked = _tracked("src", "cpp", "tests", "benchmarks", "tools", ".ci", "fuzz", "cmake")
     code = [p for p in tracked if p.endswith(suffixes) or p.startswith(".ci/")]
     assert len(code) > 100, "the listing found too few files to check"
     long = {}
