@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import sys
 
+import build_ext
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import build_ext  # noqa: E402
 from cases import all_cases  # noqa: E402
 from runner import Runner  # noqa: E402
 

@@ -34,10 +34,6 @@ FOLDERS = {
     "testing",
 }
 
-# The adversarial corpus keeps its own C extensions and their build step;
-# the soak test drives one of them (deleter_threads.c) rather than a copy.
-CROSS_FOLDER = {("lifetime/test_soak.py", "build_ext")}
-
 
 def _python_files():
     return sorted(p for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts)
@@ -94,8 +90,7 @@ def test_test_modules_import_test_code_only_from_helpers():
                 continue  # a helper, conftest or a library
             if elsewhere[name] == path.parent and not name.startswith("test_"):
                 continue  # the adversarial corpus's own runner, worker and cases
-            if (rel, name) not in CROSS_FOLDER:
-                wrong.append(f"{rel} imports {name}")
+            wrong.append(f"{rel} imports {name}")
     assert not wrong, "test code shared outside helpers/: " + "; ".join(sorted(wrong))
 
 

@@ -1,5 +1,6 @@
-"""Compiles the C test extensions in tests/adversarial/ (lying_buffer.c,
-deleter_threads.c) with the system C compiler.
+"""Compiles the C test extensions in tests/helpers/extensions/ (lying_buffer.c
+for the adversarial corpus, deleter_threads.c for the soak tests) with the
+system C compiler.
 
 A failing build raises (CalledProcessError): the corpus cases that need the
 extension then fail instead of being skipped.
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import sysconfig
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "extensions")
 
 
 def build(folder: str, name: str = "lying_buffer") -> str:
@@ -30,7 +31,7 @@ def build(folder: str, name: str = "lying_buffer") -> str:
             "-Wall",
             "-Werror",
             f"-I{sysconfig.get_paths()['include']}",
-            os.path.join(HERE, name + ".c"),
+            os.path.join(SOURCES, name + ".c"),
             "-pthread",
             "-o",
             so,
