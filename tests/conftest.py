@@ -107,17 +107,21 @@ def assert_clean_exit(proc, what: str = "child") -> None:
     )
 
 
-def run_scenario_on_fake_driver(test_file: str, name: str, driver) -> None:
+def run_scenario(test_file: str, name: str, *, env: dict | None = None) -> None:
     """Runs ``scenario_<name>()`` of the test module at ``test_file`` in a child interpreter
-    whose CUDA driver is the fake ``driver`` (its "device" memory faults on a host read, so
-    a stray read fails this one test), and fails on any unclean exit."""
+    that imports nothing else of the suite's, and fails on any unclean exit."""
     module = Path(test_file)
     code = (
         f"import sys; sys.path.insert(0, {str(module.parent)!r}); "
         f"import {module.stem} as t; t.scenario_{name}()"
     )
-    proc = run_python(code, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)}, timeout=300)
-    assert_clean_exit(proc, name)
+    assert_clean_exit(run_python(code, env=env, timeout=300), name)
+
+
+def run_scenario_on_fake_driver(test_file: str, name: str, driver) -> None:
+    """``run_scenario`` in a child whose CUDA driver is the fake ``driver`` (its "device"
+    memory faults on a host read, so a stray read fails this one test)."""
+    run_scenario(test_file, name, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)})
 
 
 # pytest-xdist workers each collect the suite and must agree on every test id; an id
