@@ -6,8 +6,9 @@ store without a copy, and is read-only.
 
 Each scenario starts Ray in a child interpreter of its own.  ``ray.init`` forks its
 processes with a Python ``preexec_fn``, which is unsafe once another library has
-started threads in the same process (JAX, which other tests import, warns of a
-deadlock): the child has imported no such library.
+started threads that take Python-level locks in the same process (JAX, which other
+tests import, warns of a deadlock): the child imports only what a Ray program needs,
+NumPy, dlpackarray and Ray.
 """
 
 from __future__ import annotations
