@@ -107,9 +107,9 @@ def assert_clean_exit(proc, what: str = "child") -> None:
     )
 
 
-def run_scenario(test_file: str, name: str, *, env: dict | None = None) -> None:
-    """Runs ``scenario_<name>()`` of the test module at ``test_file`` in a child interpreter
-    that imports nothing else of the suite's, and fails on any unclean exit."""
+def run_scenario_in_child(test_file: str, name: str, *, env: dict | None = None) -> None:
+    """Runs ``scenario_<name>()`` of the test module at ``test_file`` in a fresh child
+    interpreter (none of this process's imports or threads), and fails on any unclean exit."""
     module = Path(test_file)
     code = (
         f"import sys; sys.path.insert(0, {str(module.parent)!r}); "
@@ -119,9 +119,9 @@ def run_scenario(test_file: str, name: str, *, env: dict | None = None) -> None:
 
 
 def run_scenario_on_fake_driver(test_file: str, name: str, driver) -> None:
-    """``run_scenario`` in a child whose CUDA driver is the fake ``driver`` (its "device"
+    """``run_scenario_in_child`` with the fake ``driver`` as the child's CUDA driver (its "device"
     memory faults on a host read, so a stray read fails this one test)."""
-    run_scenario(test_file, name, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)})
+    run_scenario_in_child(test_file, name, env={"DLPACKARRAY_CUDA_DRIVER": str(driver)})
 
 
 # pytest-xdist workers each collect the suite and must agree on every test id; an id

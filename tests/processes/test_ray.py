@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 import process_workers
 import pytest
-from conftest import require, run_scenario
+from conftest import require, run_scenario_in_child
 
 from dlpackarray import DLPackArray
 
@@ -85,10 +85,10 @@ def scenario_remote_task():
 def test_put_get_reads_the_object_store_without_copying():
     """ray.get returns a read-only array over the object store's bytes, the same
     bytes on every get, with the layout and elements that were put."""
-    run_scenario(__file__, "put_get")
+    run_scenario_in_child(__file__, "put_get")
 
 
 def test_remote_task_round_trip():
     """A remote task receives and returns the array with its elements, and with the
     strides pickling ships."""
-    run_scenario(__file__, "remote_task")
+    run_scenario_in_child(__file__, "remote_task")
